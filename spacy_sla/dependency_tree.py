@@ -1,0 +1,75 @@
+"""Vectorised distances in a dependency forest.
+
+A parse is a forest (one tree per sentence). Every path between two tokens of
+a tree goes up from the first token to their lowest common ancestor and down
+to the second one, so the tree distance is
+
+    D(i, j) = min { u + k : up(i, u) == up(j, k) }
+
+where up(t, u) is the u-th ancestor of t. With the ancestor table of a Doc
+(computed once, O(n * depth)), the distances of any block of rows and columns
+are a few vectorised comparisons, with no per-token graph search and no
+n_doc x n_doc matrix.
+"""
+from typing import Union
+
+import numpy
+from spacy.attrs import HEAD
+from spacy.tokens import Doc, Span
+
+NO_TOKEN = -1
+
+IntArray = numpy.ndarray
+BoolArray = numpy.ndarray
+
+
+def head_indices(doclike: Union[Doc, Span]) -> IntArray:
+    """Absolute head index of every token of the whole Doc; roots get NO_TOKEN.
+
+    The Doc's forest is used even for a Span, because the paths between two
+    tokens of the span may leave it.
+    """
+    doc = doclike.doc if isinstance(doclike, Span) else doclike
+    relative = doc.to_array([HEAD]).astype(numpy.int64).reshape(-1)
+    heads = numpy.arange(len(doc), dtype=numpy.int64) + relative
+    heads[relative == 0] = NO_TOKEN
+    return heads
+
+
+def ancestor_table(heads: IntArray, depth: int) -> IntArray:
+    """Row u holds the u-th ancestor of every token (row 0: the token itself),
+    or NO_TOKEN where the tree is less deep, for u = 0..depth."""
+    n_tokens = heads.shape[0]
+    table = numpy.full((depth + 1, n_tokens), NO_TOKEN, dtype=numpy.int64)
+    table[0] = numpy.arange(n_tokens)
+    # A trailing NO_TOKEN slot lets NO_TOKEN index itself: no branch per step.
+    parent = numpy.append(heads, NO_TOKEN)
+    for u in range(1, depth + 1):
+        table[u] = parent[table[u - 1]]
+    return table
+
+
+def tree_distances(
+    ancestors: IntArray, rows: IntArray, cols: IntArray, max_distance: int
+) -> IntArray:
+    """Tree distance between every row token and column token, for distances
+    up to max_distance; farther pairs and pairs in different trees get
+    max_distance + 1.
+
+    ancestors must have at least max_distance + 1 rows (ancestor_table with
+    depth >= max_distance).
+    """
+    unreachable = max_distance + 1
+    distances = numpy.full((len(rows), len(cols)), unreachable, dtype=numpy.int16)
+    up_rows = ancestors[: max_distance + 1, rows]
+    up_cols = ancestors[: max_distance + 1, cols]
+    # Shorter paths first, so the first meeting point found for a pair is
+    # its lowest common ancestor.
+    for length in range(max_distance + 1):
+        for up in range(length + 1):
+            rows_up = up_rows[up]
+            meets = (rows_up[:, None] == up_cols[length - up][None, :]) & (
+                rows_up != NO_TOKEN
+            )[:, None]
+            distances[meets & (distances == unreachable)] = length
+    return distances

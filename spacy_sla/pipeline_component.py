@@ -1,0 +1,83 @@
+from typing import Callable, Iterable, List
+
+import numpy
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy_transformers.data_classes import FullTransformerBatch
+from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer
+from thinc.api import Config, Model
+
+DEFAULT_CONFIG_STR = """
+[sla_transformer]
+max_batch_items = 4096
+
+[sla_transformer.set_extra_annotations]
+@annotation_setters = "spacy-transformers.null_annotation_setter.v1"
+
+[sla_transformer.model]
+@architectures = "spacy-sla.SLATransformerModel.v1"
+name = "bert-base-uncased"
+tokenizer_config = {"use_fast": true}
+transformer_config = {}
+mixed_precision = false
+grad_scaler_config = {}
+sla_layers = null
+on_missing_parse = "error"
+
+[sla_transformer.model.get_spans]
+@span_getters = "spacy-transformers.strided_spans.v1"
+window = 128
+stride = 96
+
+[sla_transformer.model.mask]
+@misc = "spacy-sla.syntax_mask.v1"
+threshold = 3
+punct_visible = true
+"""
+
+DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
+
+
+@Language.factory(
+    "sla_transformer",
+    assigns=[f"doc._.{DOC_EXT_ATTR}"],
+    requires=["token.head", "token.dep"],
+    default_config=DEFAULT_CONFIG["sla_transformer"],
+)
+def make_sla_transformer(
+    nlp: Language,
+    name: str,
+    model: Model[List[Doc], FullTransformerBatch],
+    set_extra_annotations: Callable[[List[Doc], FullTransformerBatch], None],
+    max_batch_items: int,
+) -> "SLATransformer":
+    """A transformer component with syntax-aware local attention.
+
+    It works like spacy-transformers' `transformer` component: it sets
+    `doc._.trf_data`, and downstream components connect to it through
+    `spacy-transformers.TransformerListener.v1`. Its model takes the local
+    attention masks from the dependency parse already in the Doc, so a parser
+    must run before it.
+
+    model (Model[List[Doc], FullTransformerBatch]): usually
+        spacy-sla.SLATransformerModel.v1.
+    set_extra_annotations (Callable): called after doc._.trf_data is set.
+    max_batch_items (int): the largest padded batch, in wordpieces.
+    """
+    return SLATransformer(
+        nlp.vocab, model, set_extra_annotations, max_batch_items=max_batch_items, name=name
+    )
+
+
+class SLATransformer(Transformer):
+    """spacy-transformers' Transformer component, with a model that uses the
+    Doc's dependency parse. Everything a TransformerListener relies on
+    (update, listeners, doc._.trf_data, serialization) is inherited."""
+
+    def local_masks(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
+        """The wordpiece-level local attention mask of every transformer span
+        of the Docs, in the order the model processes them: one
+        (n_pieces, n_pieces) bool array per span, padding excluded, True where
+        the row piece may attend to the column piece. For inspection and
+        plots; the Docs must be parsed."""
+        return self.model.local_masks(list(docs))

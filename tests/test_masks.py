@@ -1,0 +1,147 @@
+import numpy
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from spacy.tokens import Doc
+from spacy.util import registry
+
+from thinc.api import Config
+
+from spacy_sla.masks import MissingParseError, SyntaxMask, WindowMask
+
+from reference import slow_syntax_mask
+from strategies import random_forests
+from util import english_vocab, parsed_doc, the_cat_sat
+
+
+def rows(mask: numpy.ndarray):
+    return [[int(cell) for cell in row] for row in mask]
+
+
+def test_syntax_mask_threshold_1_by_hand():
+    # vis(k) for m = 1: 0:{0,1} 1:{0,1,2} 2:{1,2,3,6} 3:{2,3,5} 4:{4,5} 5:{3,4,5} 6:{2,6};
+    # row i = vis(i-1) | vis(i) | vis(i+1).
+    mask = SyntaxMask(threshold=1, punct_visible=False)(the_cat_sat(english_vocab()))
+    assert rows(mask) == [
+        [1, 1, 1, 0, 0, 0, 0],
+        [1, 1, 1, 1, 0, 0, 1],
+        [1, 1, 1, 1, 0, 1, 1],
+        [0, 1, 1, 1, 1, 1, 1],
+        [0, 0, 1, 1, 1, 1, 0],
+        [0, 0, 1, 1, 1, 1, 1],
+        [0, 0, 1, 1, 1, 1, 1],
+    ]
+
+
+def test_threshold_0_sees_self_and_neighbours_only():
+    mask = SyntaxMask(threshold=0, punct_visible=False)(the_cat_sat(english_vocab()))
+    expected = numpy.abs(numpy.subtract.outer(numpy.arange(7), numpy.arange(7))) <= 1
+    assert (mask == expected).all()
+
+
+def test_punctuation_columns_are_visible_from_every_row():
+    doc = the_cat_sat(english_vocab())
+    with_punct = SyntaxMask(threshold=0, punct_visible=True)(doc)
+    without = SyntaxMask(threshold=0, punct_visible=False)(doc)
+    assert with_punct[:, 6].all()
+    assert not without[:, 6].all()
+    assert (with_punct[:, :6] == without[:, :6]).all()
+
+
+def test_span_mask_uses_the_doc_forest_and_neighbours_outside_the_span():
+    doc = the_cat_sat(english_vocab())
+    full = SyntaxMask(threshold=1, punct_visible=False)(doc)
+    span_mask = SyntaxMask(threshold=1, punct_visible=False)(doc[1:5])
+    assert (span_mask == full[1:5, 1:5]).all()
+    # row "cat" sees "on" only through its neighbour "sat", and "the"(0)
+    # (outside the span) contributes nothing visible inside it.
+    assert rows(span_mask) == [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1], [0, 1, 1, 1]]
+
+
+def test_sentences_are_not_connected_but_neighbours_are_taken_from_the_doc():
+    # "a b" | "c d e": b and d are roots
+    doc = parsed_doc(english_vocab(), list("abcde"), [1, 1, 3, 3, 3])
+    mask = SyntaxMask(threshold=5, punct_visible=False)(doc)
+    # row a: vis(a) | vis(b) = {a, b}; row b: vis(a) | vis(b) | vis(c) = everything
+    assert rows(mask) == [
+        [1, 1, 0, 0, 0],
+        [1, 1, 1, 1, 1],
+        [1, 1, 1, 1, 1],
+        [0, 0, 1, 1, 1],
+        [0, 0, 1, 1, 1],
+    ]
+
+
+def test_non_projective_tree():
+    # a b c d with arcs a->c, b->d, c root, d->a: crossing arcs (a,c) and (b,d)
+    doc = parsed_doc(english_vocab(), list("abcd"), [2, 3, 2, 0])
+    mask = SyntaxMask(threshold=1, punct_visible=False)(doc)
+    # vis: a:{a,c,d} b:{b,d} c:{a,c} d:{a,b,d}
+    assert rows(mask) == [[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]]
+    mask0 = SyntaxMask(threshold=1, punct_visible=False)(doc[0:1])
+    assert rows(mask0) == [[1]]
+    two_hops_apart = SyntaxMask(threshold=0, punct_visible=False)(doc)
+    assert rows(two_hops_apart) == [[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]]
+
+
+def test_empty_span_and_empty_doc():
+    doc = the_cat_sat(english_vocab())
+    assert SyntaxMask()(doc[3:3]).shape == (0, 0)
+    assert SyntaxMask()(Doc(english_vocab(), words=[])).shape == (0, 0)
+    assert WindowMask()(Doc(english_vocab(), words=[])).shape == (0, 0)
+
+
+def test_missing_parse_raises_a_coded_error():
+    unparsed = Doc(english_vocab(), words=["no", "parse", "here"])
+    with pytest.raises(MissingParseError, match=r"\[E001\].*annotating_components"):
+        SyntaxMask()(unparsed)
+    # the window mask needs no parse
+    assert WindowMask(window=1)(unparsed).sum() == 7
+
+
+def test_window_mask_by_hand():
+    doc = the_cat_sat(english_vocab())
+    mask = WindowMask(window=1, punct_visible=True)(doc[3:7])
+    assert rows(mask) == [[1, 1, 0, 1], [1, 1, 1, 1], [0, 1, 1, 1], [0, 0, 1, 1]]
+    assert rows(WindowMask(window=0, punct_visible=False)(doc[0:3])) == numpy.eye(3).tolist()
+
+
+@pytest.mark.parametrize("builder,arg", [(SyntaxMask, "threshold"), (WindowMask, "window")])
+@pytest.mark.parametrize("value", [-1, 1.5, True])
+def test_invalid_sizes_are_refused(builder, arg, value):
+    with pytest.raises(ValueError, match=r"\[E007\]"):
+        builder(**{arg: value})
+
+
+def test_builders_come_from_the_registry():
+    config = Config().from_str(
+        """
+        [syntax]
+        @misc = "spacy-sla.syntax_mask.v1"
+        threshold = 2
+        punct_visible = false
+
+        [window]
+        @misc = "spacy-sla.window_mask.v1"
+        window = 4
+        """
+    )
+    resolved = registry.resolve(config)
+    assert isinstance(resolved["syntax"], SyntaxMask)
+    assert (resolved["syntax"].threshold, resolved["syntax"].punct_visible) == (2, False)
+    assert isinstance(resolved["window"], WindowMask) and resolved["window"].window == 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    doc=random_forests(),
+    threshold=st.integers(0, 4),
+    punct_visible=st.booleans(),
+    data=st.data(),
+)
+def test_syntax_mask_matches_the_definition_on_random_forests(doc, threshold, punct_visible, data):
+    start = data.draw(st.integers(0, len(doc)))
+    end = data.draw(st.integers(start, len(doc)))
+    fast = SyntaxMask(threshold=threshold, punct_visible=punct_visible)(doc[start:end])
+    assert fast.dtype == bool
+    assert (fast == slow_syntax_mask(doc, start, end, threshold, punct_visible)).all()
