@@ -85,6 +85,9 @@ def wordpiece_visibility(
     # A piece pair is visible iff some token of the row piece sees some token
     # of the column piece: a boolean matrix product, done in BLAS.
     visible = (incidence.T @ token_visible.astype(numpy.float32) @ incidence) > 0
+    # Every piece sees itself, whatever the builder says, so that no softmax
+    # row of the local attention is empty.
+    numpy.fill_diagonal(visible, True)
     unanchored = ~incidence.any(axis=0)
     visible[unanchored, :] = True
     visible[:, unanchored] = True

@@ -22,11 +22,21 @@ def parsed_doc(
     return Doc(vocab, words=words, spaces=spaces, heads=heads, deps=deps)
 
 
-def sla_nlp(model_path: Path, **model_config) -> Language:
-    """A blank English pipeline with an initialized sla_transformer."""
+def sla_nlp(model_path: Path, initialize: bool = True, **model_config) -> Language:
+    """A blank English pipeline with an sla_transformer loading the model at
+    model_path; model_config overrides the model's settings."""
     nlp = spacy.blank("en")
     config = {"name": str(model_path), **model_config}
     nlp.add_pipe("sla_transformer", config={"model": config})
+    if initialize:
+        nlp.initialize()
+    return nlp
+
+
+def plain_nlp(model_path: Path) -> Language:
+    """The same with spacy-transformers' own transformer component."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("transformer", config={"model": {"name": str(model_path)}})
     nlp.initialize()
     return nlp
 
@@ -50,3 +60,44 @@ def english_vocab() -> Vocab:
     if _ENGLISH is None:
         _ENGLISH = spacy.blank("en").vocab
     return _ENGLISH
+
+
+LISTENER = {
+    "@architectures": "spacy-transformers.TransformerListener.v1",
+    "grad_factor": 1.0,
+    "pooling": {"@layers": "reduce_mean.v1"},
+    "upstream": "*",
+}
+
+
+def add_textcat_listener(nlp: Language, labels=("POS", "NEG")) -> None:
+    textcat = nlp.add_pipe(
+        "textcat",
+        config={
+            "model": {
+                "@architectures": "spacy.TextCatReduce.v1",
+                "exclusive_classes": True,
+                "use_reduce_first": False,
+                "use_reduce_last": False,
+                "use_reduce_max": False,
+                "use_reduce_mean": True,
+                "nO": None,
+                "tok2vec": LISTENER,
+            }
+        },
+    )
+    for label in labels:
+        textcat.add_label(label)
+
+
+def add_tagger_listener(nlp: Language, labels=("c", "i")) -> None:
+    tagger = nlp.add_pipe(
+        "tagger",
+        config={"model": {"@architectures": "spacy.Tagger.v2", "nO": None, "tok2vec": LISTENER}},
+    )
+    for label in labels:
+        tagger.add_label(label)
+
+
+def trf_output(doc: Doc):
+    return doc._.trf_data.model_output.last_hidden_state

@@ -35,9 +35,15 @@ class AttentionMaskSlot:
         self.local_mask: Optional[torch.Tensor] = None
 
     def fill(self, attention_mask: torch.Tensor, local_mask: Optional[torch.Tensor]) -> None:
-        keys = attention_mask.bool()[:, None, None, :]
+        real = attention_mask.bool()
+        keys = real[:, None, None, :]
         self.global_mask = keys
-        self.local_mask = None if local_mask is None else local_mask[:, None] & keys
+        if local_mask is None:
+            self.local_mask = None
+        else:
+            # Padding queries attend like global ones: no softmax row is
+            # ever empty, so no NaN can reach the backward pass.
+            self.local_mask = (local_mask | ~real[:, :, None])[:, None] & keys
 
     def clear(self) -> None:
         self.global_mask = None

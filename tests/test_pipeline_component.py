@@ -1,0 +1,183 @@
+import numpy
+import pytest
+import torch
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_sla import SLATransformer
+from spacy_sla.layers import SyntaxAwareTransformer
+
+from util import (
+    add_tagger_listener,
+    add_textcat_listener,
+    english_vocab,
+    parsed_doc,
+    plain_nlp,
+    sla_nlp,
+    the_cat_sat,
+    trf_output,
+)
+
+HIDE_MOST = {"mask": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 0, "punct_visible": False}}
+
+
+def odd_docs(vocab):
+    """Parsed Docs with the inputs that tend to break alignment code."""
+    whitespace = parsed_doc(vocab, ["a", "  ", "cat", "\n", "sat"], [2, 2, 4, 4, 4])
+    emoji = parsed_doc(vocab, ["she", "saw", "😀", "and", "ran"], [1, 1, 1, 4, 1])
+    shared_piece = Doc(
+        vocab, words=["she", "do", "n't"], spaces=[True, False, False], heads=[1, 1, 1], deps=["nsubj", "ROOT", "neg"]
+    )
+    two_sentences = Doc.from_docs([the_cat_sat(vocab), the_cat_sat(vocab)])
+    long_doc = Doc.from_docs([the_cat_sat(vocab) for _ in range(30)])  # 210 tokens, 30 sentences
+    empty = Doc(vocab, words=[])
+    return [whitespace, emoji, shared_piece, two_sentences, long_doc, empty]
+
+
+def test_factory_declares_what_it_requires_and_assigns(tiny_bert):
+    nlp = sla_nlp(tiny_bert, initialize=False)
+    meta = nlp.get_pipe_meta("sla_transformer")
+    assert meta.assigns == ["doc._.trf_data"]
+    assert set(meta.requires) == {"token.head", "token.dep"}
+    assert isinstance(nlp.get_pipe("sla_transformer"), SLATransformer)
+
+
+def test_initialize_runs_on_the_unparsed_dummy_doc(tiny_bert):
+    nlp = sla_nlp(tiny_bert)
+    model = nlp.get_pipe("sla_transformer").model
+    assert model.get_dim("nO") == 32
+    assert isinstance(model.transformer, SyntaxAwareTransformer)
+    assert len(model.transformer.sla_modules()) == 2
+
+
+@pytest.mark.parametrize(
+    "mask,doc_indices",
+    [
+        # a threshold larger than any sentence hides nothing within a sentence
+        ({"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1000, "punct_visible": False}, [0, 1, 2]),
+        # a window wider than the Doc hides nothing at all
+        ({"@misc": "spacy-sla.window_mask.v1", "window": 1000, "punct_visible": False}, [0, 1, 2, 3, 4]),
+    ],
+)
+def test_a_hide_nothing_mask_equals_the_plain_transformer_component(tiny_bert, mask, doc_indices):
+    sla = sla_nlp(tiny_bert, mask=mask)
+    plain = plain_nlp(tiny_bert)
+    docs = odd_docs(english_vocab())
+    for doc in [docs[i] for i in doc_indices]:
+        expected = plain(plain.make_doc(doc.text))
+        got = sla(doc)
+        assert got._.trf_data.wordpieces.strings == expected._.trf_data.wordpieces.strings
+        real = got._.trf_data.wordpieces.attention_mask[..., None].astype(bool)
+        numpy.testing.assert_allclose(trf_output(got) * real, trf_output(expected) * real, atol=2e-5)
+
+
+def test_a_small_threshold_changes_the_output(tiny_bert):
+    hide_most = sla_nlp(tiny_bert, **HIDE_MOST)
+    plain = plain_nlp(tiny_bert)
+    doc = hide_most(the_cat_sat(english_vocab()))
+    expected = plain(plain.make_doc(doc.text))
+    assert numpy.abs(trf_output(doc) - trf_output(expected)).max() > 1e-3
+
+
+def test_odd_docs_get_transformer_data_for_every_token(tiny_bert):
+    nlp = sla_nlp(tiny_bert, get_spans={"@span_getters": "spacy-transformers.strided_spans.v1", "window": 40, "stride": 30})
+    docs = list(nlp.pipe(odd_docs(english_vocab()), batch_size=3))
+    for doc in docs:
+        assert doc._.trf_data.align.lengths.shape == (len(doc),)
+    long_doc = docs[4]
+    assert len(long_doc._.trf_data.wordpieces.strings) == 7  # 210 tokens in windows of 40, stride 30
+    assert trf_output(long_doc).shape[1] <= 64  # the tiny model's maximum length
+    # whitespace tokens have no wordpieces; every other token has some
+    whitespace = docs[0]
+    assert whitespace._.trf_data.align.lengths.tolist() == [1, 0, 1, 0, 1]
+    # an empty Doc gets empty transformer data, alone or in a batch
+    assert docs[5]._.trf_data.tensors == () and docs[5]._.trf_data.wordpieces.strings == []
+    alone = nlp(Doc(english_vocab(), words=[]))
+    assert alone._.trf_data.tensors == () or alone._.trf_data.tensors[0].size == 0
+
+
+def test_spans_longer_than_the_model_are_truncated(tiny_bert):
+    nlp = sla_nlp(tiny_bert)  # default windows of 128 tokens > 64 wordpieces
+    long_doc = Doc.from_docs([the_cat_sat(english_vocab()) for _ in range(20)])
+    doc = nlp(long_doc)
+    assert trf_output(doc).shape == (2, 64, 32)
+    masks = nlp.get_pipe("sla_transformer").local_masks([long_doc])
+    assert [m.shape for m in masks] == [(64, 64), (64, 64)]
+
+
+def test_local_masks_follow_the_model_spans(tiny_bert):
+    nlp = sla_nlp(tiny_bert, get_spans={"@span_getters": "spacy-transformers.strided_spans.v1", "window": 10, "stride": 7}, **HIDE_MOST)
+    docs = [the_cat_sat(english_vocab()), Doc.from_docs([the_cat_sat(english_vocab())] * 2)]
+    masks = nlp.get_pipe("sla_transformer").local_masks(docs)
+    processed = [nlp(doc) for doc in docs]
+    lengths = [length for doc in processed for length in doc._.trf_data.wordpieces.lengths]
+    assert [m.shape for m in masks] == [(n, n) for n in lengths]
+    # the first span: [CLS] the cat sat on the mat . [SEP], threshold 0
+    expected = numpy.ones((9, 9), dtype=bool)
+    expected[1:-1, 1:-1] = numpy.abs(numpy.subtract.outer(numpy.arange(7), numpy.arange(7))) <= 1
+    assert (masks[0] == expected).all()
+
+
+def test_unparsed_docs_get_a_coded_error(tiny_bert):
+    nlp = sla_nlp(tiny_bert)
+    with pytest.raises(ValueError, match=r"\[E001\].*parser.*annotating_components"):
+        nlp("This text has no parse.")
+
+
+def test_unparsed_docs_fall_back_to_global_attention_when_asked(tiny_bert):
+    nlp = sla_nlp(tiny_bert, on_missing_parse="global", **HIDE_MOST)
+    plain = plain_nlp(tiny_bert)
+    with pytest.warns(UserWarning, match=r"\[W001\]"):
+        doc = nlp("the cat sat on the mat")
+    expected = plain("the cat sat on the mat")
+    numpy.testing.assert_allclose(trf_output(doc), trf_output(expected), atol=2e-5)
+
+
+def test_the_window_mask_needs_no_parse(tiny_bert):
+    nlp = sla_nlp(tiny_bert, mask={"@misc": "spacy-sla.window_mask.v1", "window": 1, "punct_visible": False})
+    doc = nlp("the cat sat on the mat")
+    mask = nlp.get_pipe("sla_transformer").local_masks([doc])[0]
+    assert mask[1:-1, 1:-1].sum() == 6 + 2 * 5
+
+
+def train_steps(nlp, examples, n_steps, optimizer=None):
+    if optimizer is None:
+        optimizer = nlp.initialize(lambda: examples)
+    losses = []
+    for _ in range(n_steps):
+        step_losses = {}
+        nlp.update(examples, sgd=optimizer, losses=step_losses)
+        losses.append(step_losses)
+    return losses
+
+
+def test_listeners_train_through_the_sla_transformer(tiny_bert):
+    torch.manual_seed(0)
+    nlp = sla_nlp(tiny_bert, initialize=False)
+    add_textcat_listener(nlp)
+    vocab = nlp.vocab
+    docs = [the_cat_sat(vocab), parsed_doc(vocab, ["she", "ran"], [1, 1])]
+    examples = [
+        Example.from_dict(docs[0], {"cats": {"POS": 1.0, "NEG": 0.0}}),
+        Example.from_dict(docs[1], {"cats": {"POS": 0.0, "NEG": 1.0}}),
+    ]
+    optimizer = nlp.initialize(lambda: examples)
+    sla_modules = nlp.get_pipe("sla_transformer").model.transformer.sla_modules()
+    gates_before = [m.gate.weight.detach().clone() for m in sla_modules]
+    losses = train_steps(nlp, examples, 12, optimizer)
+    assert losses[-1]["textcat"] < losses[0]["textcat"]
+    gates_after = [m.gate.weight for m in sla_modules]
+    assert all(not torch.equal(before, after) for before, after in zip(gates_before, gates_after))
+    scores = nlp(the_cat_sat(vocab)).cats
+    assert scores["POS"] > scores["NEG"]
+
+
+def test_a_token_level_listener_trains_too(tiny_bert):
+    torch.manual_seed(0)
+    nlp = sla_nlp(tiny_bert, initialize=False)
+    add_tagger_listener(nlp)
+    doc = the_cat_sat(nlp.vocab)
+    examples = [Example.from_dict(doc, {"tags": ["c", "c", "i", "c", "c", "i", "c"]})]
+    losses = train_steps(nlp, examples, 30)
+    assert losses[-1]["tagger"] < losses[0]["tagger"] / 2
+    assert [t.tag_ for t in nlp(the_cat_sat(nlp.vocab))] == ["c", "c", "i", "c", "c", "i", "c"]
