@@ -75,4 +75,6 @@ def create_sla_tok2vec_transformer_v1(
         sla_layers,
         on_missing_parse,
     )
-    return chain(transformer, split_trf_batch(), trfs2arrays(pooling, grad_factor))
+    # A chain of a chain, to match the structure a TransformerListener has
+    # after Language.replace_listeners (as in spacy-transformers).
+    return chain(chain(transformer, split_trf_batch()), trfs2arrays(pooling, grad_factor))

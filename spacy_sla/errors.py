@@ -57,9 +57,11 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E006 = (
         "The saved SLA transformer weights do not fit the model built from "
-        "the config: the SLA parameters {keys} are {what}. The pipeline was "
-        "probably saved with other `sla_layers` or another transformer. Load "
-        "it with the config it was trained with, or retrain it."
+        "the config. SLA parameters missing from the saved weights: "
+        "{missing}; SLA parameters in the saved weights that this model does "
+        "not have: {unexpected}. The pipeline was probably saved with other "
+        "`sla_layers` or another transformer. Load it with the config it was "
+        "trained with, or retrain it."
     )
     E007 = (
         "Invalid `{arg}` value {value} for the mask builder '{builder}': it "

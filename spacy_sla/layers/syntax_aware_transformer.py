@@ -149,11 +149,11 @@ class SyntaxAwareTransformer(nn.Module):
         missing = [k for k in result.missing_keys if k in sla_names]
         unexpected = [k for k in result.unexpected_keys if _is_gate_key(k)]
         if missing or unexpected:
-            keys, what = (missing, "missing from the saved weights") if missing else (
-                unexpected,
-                "in the saved weights but not in this model",
+            raise ValueError(
+                Errors.E006.format(
+                    missing=", ".join(missing) or "none", unexpected=", ".join(unexpected) or "none"
+                )
             )
-            raise ValueError(Errors.E006.format(keys=", ".join(keys[:4]), what=what))
         if strict and (result.missing_keys or result.unexpected_keys):
             raise RuntimeError(
                 f"Error(s) in loading state_dict for {type(self).__name__}: "
