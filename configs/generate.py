@@ -15,15 +15,10 @@ from typing import Dict, Iterator, List, Tuple
 
 from thinc.api import Config
 
+from spacy_sla.tasks import TASKS
+
 CONFIGS = Path(__file__).parent
 PARTS = CONFIGS / "parts"
-TASK_COMPONENTS: Dict[str, str] = {
-    "cola": "textcat",
-    "sst2": "textcat",
-    "conll2003": "ner",
-    "fce": "tagger",
-    "ud": "tagger",
-}
 # Tasks whose data carries trees, and the variants whose masks use them.
 GOLD_SYNTAX_TASKS = ("ud",)
 GOLD_SYNTAX_ATTENTION = ("sla",)
@@ -41,7 +36,7 @@ def attention_variants() -> List[str]:
 def part_files(task: str, attention: str) -> List[Path]:
     return [
         PARTS / "common.cfg",
-        PARTS / "components" / f"{TASK_COMPONENTS[task]}.cfg",
+        PARTS / "components" / f"{TASKS[task].component}.cfg",
         PARTS / "tasks" / f"{task}.cfg",
         PARTS / "attention" / f"{attention}.cfg",
     ]
@@ -56,6 +51,8 @@ def use_gold_syntax(config: Config) -> Config:
     config["training"]["annotating_components"] = []
     for corpus in ("train", "dev"):
         config["corpora"][corpus]["@readers"] = "spacy-sla.GoldSyntaxCorpus.v1"
+        # the treebank's own tokens, so that every head can be copied
+        config["corpora"][corpus]["gold_preproc"] = True
     return config
 
 
@@ -95,7 +92,7 @@ def build(task: str, attention: str, gold_syntax: bool = False) -> Tuple[str, st
 
 def all_configs() -> Dict[str, str]:
     configs = {}
-    for task in TASK_COMPONENTS:
+    for task in TASKS:
         for attention in attention_variants():
             name, text = build(task, attention)
             configs[name] = text

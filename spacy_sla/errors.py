@@ -79,3 +79,6 @@ class Errors(metaclass=ErrorsWithCodes):
     E010 = (
         "The SLA attention does not support `head_mask`; leave it unset."
     )
+    E011 = (
+        "{path}:{line_number}: {problem}"
+    )

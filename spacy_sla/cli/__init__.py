@@ -1,0 +1,10 @@
+"""`python -m spacy sla ...`: registered through spaCy's `spacy_cli` entry
+point, so the commands sit beside spaCy's own."""
+from spacy.cli._util import app
+
+from ._app import sla_cli
+from . import workflow  # noqa: F401  (registers the commands)
+
+app.add_typer(sla_cli)
+
+__all__ = ["sla_cli"]

