@@ -2,16 +2,28 @@
 transformer pipelines."""
 from . import architectures, corpora, scorers  # noqa: F401  (registers functions)
 from .about import __version__
-from .data_classes import LocalAttentionMask
-from .masks import MaskBuilder, MissingParseError, SyntaxMask, WindowMask
+from .data_classes import ParentAttention, SyntaxInputs
+from .masks import (
+    AncestorMask,
+    MaskBuilder,
+    MissingParseError,
+    SoftThreshold,
+    SyntaxMask,
+    TreeDistanceBuckets,
+    WindowMask,
+)
 from .pipeline_component import SLATransformer, make_sla_transformer
 
 __all__ = [
-    "LocalAttentionMask",
+    "AncestorMask",
     "MaskBuilder",
     "MissingParseError",
+    "ParentAttention",
     "SLATransformer",
+    "SoftThreshold",
+    "SyntaxInputs",
     "SyntaxMask",
+    "TreeDistanceBuckets",
     "WindowMask",
     "__version__",
     "make_sla_transformer",

@@ -1,40 +1,77 @@
 from dataclasses import dataclass
-from typing import List
+from typing import Dict, List, Optional
 
 import numpy
 import torch
 
+IGNORED_TARGET = -100
+_INPUT_NAMES = ("local_mask", "local_buckets", "guide_mask", "parent_targets")
+
 
 @dataclass
-class LocalAttentionMask:
-    """The local branch's attention mask for a padded batch of transformer
-    spans: visible[s, q, k] is True iff wordpiece q of span s may attend to
-    wordpiece k in the local attention.
+class SyntaxInputs:
+    """The syntax inputs of a padded batch of transformer spans, at wordpiece
+    level; each is None when the model does not use it.
 
-    Special pieces ([CLS], [SEP], ...) and padding rows and columns are True:
-    the padding itself is hidden by the transformer's ordinary attention
-    mask, which both branches apply.
+    local_mask: bool (n_spans, n_pieces, n_pieces), True where piece q of
+        span s may attend to piece k in the local branch.
+    local_buckets: int16 (n_spans, n_pieces, n_pieces), the tree-distance
+        bucket of each piece pair, for a learned local bias.
+    guide_mask: bool (n_spans, n_pieces, n_pieces), SG-Net's mask.
+    parent_targets: int64 (n_spans, n_pieces), the piece each piece's token
+        depends on (LISA), IGNORED_TARGET where there is none.
+
+    Special pieces ([CLS], [SEP], ...) see and are seen by everything (their
+    own bucket for distances); padding is left to the transformer's ordinary
+    attention mask, which every branch applies.
     """
 
-    visible: numpy.ndarray  # bool, (n_spans, n_pieces, n_pieces)
     lengths: List[int]  # wordpieces per span, padding excluded
+    local_mask: Optional[numpy.ndarray] = None
+    local_buckets: Optional[numpy.ndarray] = None
+    guide_mask: Optional[numpy.ndarray] = None
+    parent_targets: Optional[numpy.ndarray] = None
 
     def __post_init__(self) -> None:
-        n_spans, n_rows, n_cols = self.visible.shape
-        if n_spans != len(self.lengths) or n_rows != n_cols:
-            raise ValueError(
-                f"A LocalAttentionMask needs a (n_spans, n_pieces, n_pieces) array "
-                f"and one length per span; got shape {self.visible.shape} and "
-                f"{len(self.lengths)} lengths."
-            )
+        n_spans = len(self.lengths)
+        for name in _INPUT_NAMES:
+            array = getattr(self, name)
+            if array is not None and (array.shape[0] != n_spans or (array.ndim == 3 and array.shape[1] != array.shape[2])):
+                raise ValueError(
+                    f"SyntaxInputs.{name} must have one (n_pieces, n_pieces) matrix (or row, for "
+                    f"parent_targets) per span; got shape {array.shape} for {n_spans} spans."
+                )
 
     def __len__(self) -> int:
         return len(self.lengths)
 
-    def unpadded(self) -> List[numpy.ndarray]:
-        """One (n_pieces, n_pieces) matrix per span, padding excluded."""
-        return [self.visible[i, :n, :n] for i, n in enumerate(self.lengths)]
+    def local_matrices(self) -> List[numpy.ndarray]:
+        """The local mask (or buckets) of every span, padding excluded."""
+        local = self.local_mask if self.local_mask is not None else self.local_buckets
+        if local is None:
+            return []
+        return [local[i, :n, :n] for i, n in enumerate(self.lengths)]
 
-    def to_torch(self, device: torch.device) -> torch.Tensor:
-        # One host-to-device copy per batch; every layer reuses the tensor.
-        return torch.from_numpy(numpy.ascontiguousarray(self.visible)).to(device)
+    def to_torch(self, device: torch.device) -> Dict[str, Optional[torch.Tensor]]:
+        """The forward arguments of SyntaxAwareTransformer: one host-to-device
+        copy per input and batch; every layer reuses the tensors."""
+        tensors: Dict[str, Optional[torch.Tensor]] = {}
+        for name in _INPUT_NAMES:
+            array = getattr(self, name)
+            if array is None:
+                tensors[name] = None
+            else:
+                tensor = torch.from_numpy(numpy.ascontiguousarray(array)).to(device)
+                tensors[name] = tensor.long() if name == "local_buckets" else tensor
+        return tensors
+
+
+@dataclass(frozen=True)
+class ParentAttention:
+    """LISA-style supervision: head `head` of layer `layer` (None: the middle
+    layer) is trained to attend from each token to its syntactic head, with
+    the cross-entropy weighted by `weight` added to the transformer's loss."""
+
+    layer: Optional[int] = None
+    head: int = 0
+    weight: float = 1.0

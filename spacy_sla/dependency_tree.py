@@ -73,3 +73,24 @@ def tree_distances(
             )[:, None]
             distances[meets & (distances == unreachable)] = length
     return distances
+
+
+def ancestor_or_self(heads: IntArray, rows: IntArray, cols: IntArray) -> BoolArray:
+    """[r, c] is True iff column token c is row token r or one of r's
+    ancestors (the SG-Net mask)."""
+    ancestors = ancestor_table(heads, tree_depth(heads))
+    return (ancestors[:, rows][:, :, None] == cols[None, None, :]).any(axis=0)
+
+
+def tree_depth(heads: IntArray) -> int:
+    """The largest number of steps from a token up to its root."""
+    parent = numpy.append(heads, NO_TOKEN)
+    current = numpy.arange(heads.shape[0], dtype=numpy.int64)
+    # A forest over n tokens is at most n - 1 deep; the bound also stops a
+    # malformed (cyclic) head array.
+    for depth in range(heads.shape[0] + 1):
+        current = parent[current]
+        current = current[current != NO_TOKEN]
+        if current.size == 0:
+            return depth
+    raise ValueError("The head indices contain a cycle.")

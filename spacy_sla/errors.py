@@ -82,3 +82,9 @@ class Errors(metaclass=ErrorsWithCodes):
     E011 = (
         "{path}:{line_number}: {problem}"
     )
+    E012 = (
+        "Invalid parent attention (layer {layer}, head {head}): the "
+        "transformer has {n_layers} layers of {n_heads} heads. Use a layer "
+        "index in [-{n_layers}, {n_layers}) or null for the middle layer, and "
+        "a head index in [0, {n_heads})."
+    )

@@ -7,6 +7,12 @@ token may attend to the column token. Builders are registered in spaCy's
 the same call signature. A builder that needs a dependency parse raises
 MissingParseError for a Doc without one, and the model applies its
 `on_missing_parse` policy.
+
+A distance builder (kind "distance", e.g. the soft tree-distance bias)
+returns the clipped tree distance of every token pair instead, as integer
+buckets 0..max_distance plus max_distance + 1 for "farther or unreachable";
+it also makes, for each SLA layer, the module that turns the buckets into an
+additive attention bias.
 """
 from typing import Callable, Tuple, Union
 
@@ -15,7 +21,7 @@ from spacy.attrs import IS_PUNCT
 from spacy.tokens import Doc, Span
 from spacy.util import registry
 
-from .dependency_tree import ancestor_table, head_indices, tree_distances
+from .dependency_tree import ancestor_or_self, ancestor_table, head_indices, tree_distances
 from .errors import Errors
 
 DocLike = Union[Doc, Span]
@@ -31,6 +37,17 @@ def span_bounds(doclike: DocLike) -> Tuple[Doc, int, int]:
     if isinstance(doclike, Span):
         return doclike.doc, doclike.start, doclike.end
     return doclike, 0, len(doclike)
+
+
+def builder_kind(builder: MaskBuilder) -> str:
+    """"mask" (bool arrays) or "distance" (bucket arrays); user builders
+    without the attribute are mask builders."""
+    return getattr(builder, "kind", "mask")
+
+
+def _check_parse(doc: Doc, builder: object) -> None:
+    if not doc.has_annotation("DEP"):
+        raise MissingParseError(Errors.E001.format(mask=repr(builder), name="sla_transformer"))
 
 
 def _check_count(builder: str, arg: str, value: int, minimum: int) -> int:
@@ -49,28 +66,39 @@ def _show_punctuation(visible: BoolArray, doc: Doc, start: int, end: int) -> Non
 class SyntaxMask:
     """Syntax-aware local attention (Li et al. 2021): token j is visible from
     token i iff j is within `threshold` hops, in the undirected dependency
-    forest of the Doc, of i or of one of i's neighbours i-1 and i+1 in the
-    Doc. With punct_visible, punctuation columns are visible from every row.
+    forest of the Doc, of i or (with `neighbours`) of one of i's neighbours
+    i-1 and i+1 in the Doc. With punct_visible, punctuation columns are
+    visible from every row.
     """
 
-    name = "spacy-sla.syntax_mask.v1"
+    name = "spacy-sla.syntax_mask.v2"
+    kind = "mask"
     requires_parse = True
 
-    def __init__(self, threshold: int = 3, punct_visible: bool = True):
+    def __init__(self, threshold: int = 3, punct_visible: bool = True, neighbours: bool = True):
         self.threshold = _check_count(self.name, "threshold", threshold, 0)
         self.punct_visible = punct_visible
+        self.neighbours = neighbours
 
     def __repr__(self) -> str:
-        return f"SyntaxMask(threshold={self.threshold}, punct_visible={self.punct_visible})"
+        return (
+            f"SyntaxMask(threshold={self.threshold}, punct_visible={self.punct_visible}, "
+            f"neighbours={self.neighbours})"
+        )
 
     def __call__(self, doclike: DocLike) -> BoolArray:
         doc, start, end = span_bounds(doclike)
         n_tokens = end - start
         if n_tokens == 0:
             return numpy.zeros((0, 0), dtype=bool)
-        if not doc.has_annotation("DEP"):
-            raise MissingParseError(Errors.E001.format(mask=repr(self), name="sla_transformer"))
+        _check_parse(doc, self)
         ancestors = ancestor_table(head_indices(doc), self.threshold)
+        if not self.neighbours:
+            rows = numpy.arange(start, end)
+            visible = tree_distances(ancestors, rows, rows, self.threshold) <= self.threshold
+            if self.punct_visible:
+                _show_punctuation(visible, doc, start, end)
+            return visible
         # The rows of the span's outer neighbours are needed for the union.
         first_row = max(start - 1, 0)
         end_row = min(end + 1, len(doc))
@@ -100,6 +128,7 @@ class WindowMask:
     punctuation columns are visible from every row."""
 
     name = "spacy-sla.window_mask.v1"
+    kind = "mask"
     requires_parse = False
 
     def __init__(self, window: int = 3, punct_visible: bool = True):
@@ -118,11 +147,114 @@ class WindowMask:
         return visible
 
 
+class AncestorMask:
+    """SG-Net's syntax-guided mask (Zhang et al. 2020): token j is visible
+    from token i iff j is i or one of i's ancestors in the dependency tree."""
+
+    name = "spacy-sla.ancestor_mask.v1"
+    kind = "mask"
+    requires_parse = True
+
+    def __repr__(self) -> str:
+        return "AncestorMask()"
+
+    def __call__(self, doclike: DocLike) -> BoolArray:
+        doc, start, end = span_bounds(doclike)
+        if end == start:
+            return numpy.zeros((0, 0), dtype=bool)
+        _check_parse(doc, self)
+        tokens = numpy.arange(start, end)
+        return ancestor_or_self(head_indices(doc), tokens, tokens)
+
+
+class TreeDistanceBuckets:
+    """Clipped tree distances for a learned local attention bias: bucket
+    D(i, j) for D <= max_distance, max_distance + 1 for farther pairs and
+    pairs in different sentences. Each SLA layer learns, per head, one bias
+    per bucket (initialised to zero, so training starts from global
+    attention): the soft tree-distance bias."""
+
+    name = "spacy-sla.tree_distance_bias.v1"
+    kind = "distance"
+    requires_parse = True
+
+    def __init__(self, max_distance: int = 8):
+        self.max_distance = _check_count(self.name, "max_distance", max_distance, 0)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(max_distance={self.max_distance})"
+
+    @property
+    def n_buckets(self) -> int:
+        # 0..max_distance, "farther", and one for special pieces
+        return self.max_distance + 3
+
+    def make_layer_bias(self, n_heads: int):
+        from .layers.local_bias import DistanceBucketBias
+
+        return DistanceBucketBias(n_heads, self.n_buckets)
+
+    def __call__(self, doclike: DocLike) -> numpy.ndarray:
+        doc, start, end = span_bounds(doclike)
+        if end == start:
+            return numpy.zeros((0, 0), dtype=numpy.int16)
+        _check_parse(doc, self)
+        tokens = numpy.arange(start, end)
+        ancestors = ancestor_table(head_indices(doc), self.max_distance)
+        return tree_distances(ancestors, tokens, tokens, self.max_distance)
+
+
+class SoftThreshold(TreeDistanceBuckets):
+    """The authors' earlier soft threshold: the local attention of head h is
+    scaled by 0.5 + 0.5 * tanh(tau_h - D(i, j)) with a learned threshold
+    tau_h per head and layer (added to the scores as its logarithm)."""
+
+    name = "spacy-sla.soft_threshold.v1"
+
+    def __init__(self, initial_threshold: float = 3.0, max_distance: int = 8):
+        super().__init__(max_distance)
+        self.initial_threshold = float(initial_threshold)
+
+    def __repr__(self) -> str:
+        return f"SoftThreshold(initial_threshold={self.initial_threshold}, max_distance={self.max_distance})"
+
+    def make_layer_bias(self, n_heads: int):
+        from .layers.local_bias import SoftThresholdBias
+
+        return SoftThresholdBias(n_heads, self.max_distance, self.initial_threshold)
+
+
 @registry.misc("spacy-sla.syntax_mask.v1")
 def create_syntax_mask(threshold: int = 3, punct_visible: bool = True) -> SyntaxMask:
     """The SLA mask: tokens within `threshold` dependency hops of a token or
     of its left or right neighbour."""
-    return SyntaxMask(threshold=threshold, punct_visible=punct_visible)
+    return SyntaxMask(threshold=threshold, punct_visible=punct_visible, neighbours=True)
+
+
+@registry.misc("spacy-sla.syntax_mask.v2")
+def create_syntax_mask_v2(
+    threshold: int = 3, punct_visible: bool = True, neighbours: bool = True
+) -> SyntaxMask:
+    """The SLA mask with the neighbour union as an option (ablation)."""
+    return SyntaxMask(threshold=threshold, punct_visible=punct_visible, neighbours=neighbours)
+
+
+@registry.misc("spacy-sla.ancestor_mask.v1")
+def create_ancestor_mask() -> AncestorMask:
+    """SG-Net's mask: a token and its ancestors."""
+    return AncestorMask()
+
+
+@registry.misc("spacy-sla.tree_distance_bias.v1")
+def create_tree_distance_bias(max_distance: int = 8) -> TreeDistanceBuckets:
+    """A learned per-head bias on clipped tree distances, for the local branch."""
+    return TreeDistanceBuckets(max_distance=max_distance)
+
+
+@registry.misc("spacy-sla.soft_threshold.v1")
+def create_soft_threshold(initial_threshold: float = 3.0, max_distance: int = 8) -> SoftThreshold:
+    """A learned per-head soft threshold on tree distances, for the local branch."""
+    return SoftThreshold(initial_threshold=initial_threshold, max_distance=max_distance)
 
 
 @registry.misc("spacy-sla.window_mask.v1")

@@ -1,11 +1,12 @@
-from typing import Callable, Iterable, List
+from typing import Callable, Dict, Iterable, List, Optional
 
 import numpy
 from spacy.language import Language
 from spacy.tokens import Doc
+from spacy.training import Example
 from spacy_transformers.data_classes import FullTransformerBatch
 from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer
-from thinc.api import Config, Model
+from thinc.api import Config, Model, Optimizer
 
 DEFAULT_CONFIG_STR = """
 [sla_transformer]
@@ -73,6 +74,28 @@ class SLATransformer(Transformer):
     """spacy-transformers' Transformer component, with a model that uses the
     Doc's dependency parse. Everything a TransformerListener relies on
     (update, listeners, doc._.trf_data, serialization) is inherited."""
+
+    @property
+    def auxiliary_loss_name(self) -> str:
+        return f"{self.name}_parent"
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """spacy-transformers' update; with a supervised parent head (LISA)
+        its loss is also reported, as losses["<name>_parent"] (it is
+        backpropagated with the listeners' gradients)."""
+        self.model.attrs["auxiliary_loss"] = 0.0
+        losses = super().update(examples, drop=drop, sgd=sgd, losses=losses)
+        if self.model.attrs.get("parent_attention") is not None:
+            name = self.auxiliary_loss_name
+            losses[name] = losses.get(name, 0.0) + self.model.attrs["auxiliary_loss"]
+        return losses
 
     def local_masks(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
         """The wordpiece-level local attention mask of every transformer span

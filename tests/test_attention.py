@@ -15,7 +15,7 @@ from transformers import (
     RobertaModel,
 )
 
-from spacy_sla.layers import AttentionMaskSlot, GatedLocalAttention, SyntaxAwareTransformer
+from spacy_sla.layers import AttentionSlot, SyntaxAwareAttention, SyntaxAwareTransformer
 from spacy_sla.layers.attention import BertStyleSelfAttention
 
 SIZES = dict(num_hidden_layers=3, num_attention_heads=4, intermediate_size=48, vocab_size=50)
@@ -75,8 +75,8 @@ def reference_attention(hidden, query, key, value, gate, key_is_real, local_visi
 @pytest.mark.parametrize("output_attentions", [False, True])
 def test_gated_attention_follows_the_formulas(output_attentions):
     torch.manual_seed(3)
-    slot = AttentionMaskSlot()
-    attention = GatedLocalAttention(hidden_size=16, n_heads=2, dropout_prob=0.5, slot=slot).eval()
+    slot = AttentionSlot()
+    attention = SyntaxAwareAttention(hidden_size=16, n_heads=2, dropout_prob=0.5, slot=slot).eval()
     with torch.no_grad():
         attention.gate.weight.normal_(std=0.5)
         attention.gate.bias.fill_(0.3)
@@ -104,8 +104,8 @@ def test_gated_attention_follows_the_formulas(output_attentions):
 
 
 def test_without_a_local_mask_only_global_attention_runs():
-    slot = AttentionMaskSlot()
-    attention = GatedLocalAttention(hidden_size=16, n_heads=2, dropout_prob=0.0, slot=slot).eval()
+    slot = AttentionSlot()
+    attention = SyntaxAwareAttention(hidden_size=16, n_heads=2, dropout_prob=0.0, slot=slot).eval()
     hidden = torch.randn(2, 9, 16)
     query, key, value = (torch.randn(2, 2, 9, 8) for _ in range(3))
     _, attention_mask = batch_inputs()
@@ -118,7 +118,7 @@ def test_without_a_local_mask_only_global_attention_runs():
 
 
 def test_attention_outside_a_forward_pass_is_refused():
-    attention = GatedLocalAttention(16, 2, 0.0, AttentionMaskSlot())
+    attention = SyntaxAwareAttention(16, 2, 0.0, AttentionSlot())
     with pytest.raises(RuntimeError, match="outside"):
         attention.attend(torch.randn(1, 3, 16), *(torch.randn(1, 2, 3, 8) for _ in range(3)))
 

@@ -1,11 +1,11 @@
-from .attention import AttentionMaskSlot, GatedLocalAttention
+from .attention import AttentionSlot, SyntaxAwareAttention
 from .syntax_aware_transformer import ATTENTION_FAMILIES, SyntaxAwareTransformer
 from .transformer_model import SLATransformerModel
 
 __all__ = [
     "ATTENTION_FAMILIES",
-    "AttentionMaskSlot",
-    "GatedLocalAttention",
+    "AttentionSlot",
     "SLATransformerModel",
+    "SyntaxAwareAttention",
     "SyntaxAwareTransformer",
 ]

@@ -1,75 +1,104 @@
-"""Syntax-aware local attention as PyTorch modules.
+"""Syntax-aware attention as PyTorch modules.
 
-Each wrapped layer keeps its query, key and value projections. It attends
-twice with the same scores: globally (padding hidden) and locally (padding
-and the local mask hidden), each with its own attention dropout, and mixes
-the two per token with a learned gate,
+A wrapped layer keeps its query, key and value projections. With a local
+branch, it attends twice with the same scores: globally (padding hidden) and
+locally (padding hidden, plus the local mask or a learned bias from tree
+distances), each with its own attention dropout, and mixes the two per token
+with a learned gate,
 
     g_t = sigmoid(w_g . h_t + b_g),   out_t = g_t * local_t + (1 - g_t) * global_t,
 
-before the layer's usual output projection. The masks of a forward pass
-arrive through an AttentionMaskSlot shared by all wrapped layers: the
-wrapping SyntaxAwareTransformer fills it once per batch, so no layer builds
-or copies a mask.
+before the layer's usual output projection. A layer may also supervise one
+head's attention with the tokens' syntactic heads (LISA): the cross-entropy
+of that head's attention distribution against the parent pieces is added to
+the slot's auxiliary losses.
+
+The inputs of a forward pass arrive through an AttentionSlot shared by all
+wrapped layers: the wrapping SyntaxAwareTransformer fills it once per batch,
+so no layer builds or copies a mask.
 """
 import math
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..data_classes import IGNORED_TARGET
 from ..errors import Errors
 
 
-class AttentionMaskSlot:
-    """The boolean masks of the batch in flight (True: may attend).
+class AttentionSlot:
+    """The syntax inputs of the batch in flight.
 
-    global_mask: (batch, 1, 1, n_pieces), the keys that are not padding.
-    local_mask: (batch, 1, n_pieces, n_pieces), or None for global attention
-        only (then the local branch and the gate are skipped).
+    global_mask: (batch, 1, 1, n_pieces) bool, the keys that are not padding.
+    local_mask: (batch, 1, n_pieces, n_pieces) bool, or None.
+    local_buckets: (batch, n_pieces, n_pieces) tree-distance bucket ids, or None.
+    parent_targets: (batch, n_pieces) the piece each piece's token depends
+        on, IGNORED_TARGET where there is none; or None.
+    auxiliary_losses: filled by supervised heads during the pass.
     """
 
     def __init__(self) -> None:
-        self.global_mask: Optional[torch.Tensor] = None
-        self.local_mask: Optional[torch.Tensor] = None
+        self.clear()
 
-    def fill(self, attention_mask: torch.Tensor, local_mask: Optional[torch.Tensor]) -> None:
+    def fill(
+        self,
+        attention_mask: torch.Tensor,
+        local_mask: Optional[torch.Tensor] = None,
+        local_buckets: Optional[torch.Tensor] = None,
+        parent_targets: Optional[torch.Tensor] = None,
+    ) -> None:
         real = attention_mask.bool()
         keys = real[:, None, None, :]
         self.global_mask = keys
-        if local_mask is None:
-            self.local_mask = None
-        else:
-            # Padding queries attend like global ones: no softmax row is
-            # ever empty, so no NaN can reach the backward pass.
-            self.local_mask = (local_mask | ~real[:, :, None])[:, None] & keys
+        # Padding queries attend like global ones: no softmax row is ever
+        # empty, so no NaN can reach the backward pass.
+        self.local_mask = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
+        self.local_buckets = local_buckets
+        self.parent_targets = parent_targets
+        self.auxiliary_losses = []
 
     def clear(self) -> None:
-        self.global_mask = None
-        self.local_mask = None
+        self.global_mask: Optional[torch.Tensor] = None
+        self.local_mask: Optional[torch.Tensor] = None
+        self.local_buckets: Optional[torch.Tensor] = None
+        self.parent_targets: Optional[torch.Tensor] = None
+        self.auxiliary_losses: List[torch.Tensor] = []
 
 
-class GatedLocalAttention(nn.Module):
-    """The SLA mixing shared by all model families: takes the projected,
-    head-split queries, keys and values and returns the mixed context."""
+class SyntaxAwareAttention(nn.Module):
+    """The attention shared by all model families: takes the projected,
+    head-split queries, keys and values and returns the context.
+
+    local: whether the layer has a local branch (and a gate).
+    local_bias: for distance inputs, the module turning buckets into an
+        additive bias; None for boolean masks.
+    supervised_head: the head trained to attend to syntactic parents, or None.
+    """
 
     def __init__(
         self,
         hidden_size: int,
         n_heads: int,
         dropout_prob: float,
-        slot: AttentionMaskSlot,
+        slot: AttentionSlot,
         initializer_range: float = 0.02,
+        local: bool = True,
+        local_bias: Optional[nn.Module] = None,
+        supervised_head: Optional[int] = None,
     ):
         super().__init__()
         self.n_heads = n_heads
         self.head_size = hidden_size // n_heads
         self.dropout_prob = dropout_prob
         self.slot = slot
-        self.gate = nn.Linear(hidden_size, 1)
-        nn.init.normal_(self.gate.weight, std=initializer_range)
-        nn.init.zeros_(self.gate.bias)
+        self.supervised_head = supervised_head
+        self.local_bias = local_bias
+        self.gate = nn.Linear(hidden_size, 1) if local else None
+        if self.gate is not None:
+            nn.init.normal_(self.gate.weight, std=initializer_range)
+            nn.init.zeros_(self.gate.bias)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, _ = x.shape
@@ -83,6 +112,18 @@ class GatedLocalAttention(nn.Module):
         """(batch, n_pieces, 1): the weight of the local branch per token."""
         return torch.sigmoid(self.gate(hidden_states))
 
+    def local_attention_mask(self, dtype: torch.dtype) -> Optional[torch.Tensor]:
+        """The local branch's mask for SDPA (bool, or an additive float bias),
+        or None when this batch has no local input."""
+        if self.gate is None:
+            return None
+        if self.local_bias is not None:
+            if self.slot.local_buckets is None:
+                return None
+            bias = self.local_bias(self.slot.local_buckets).to(dtype)
+            return bias.masked_fill(~self.slot.global_mask, torch.finfo(dtype).min)
+        return self.slot.local_mask
+
     def attend(
         self,
         hidden_states: torch.Tensor,
@@ -94,17 +135,19 @@ class GatedLocalAttention(nn.Module):
         """query, key, value: (batch, heads, n_pieces, head_size). Returns the
         merged context (batch, n_pieces, hidden) and, with output_attentions,
         the mixed attention probabilities (batch, heads, n_pieces, n_pieces)."""
-        global_mask, local_mask = self.slot.global_mask, self.slot.local_mask
-        if global_mask is None:
+        if self.slot.global_mask is None:
             raise RuntimeError(
                 "The SLA attention was called outside SyntaxAwareTransformer.forward, "
                 "which provides its masks."
             )
+        if self.supervised_head is not None and self.slot.parent_targets is not None and torch.is_grad_enabled():
+            self.slot.auxiliary_losses.append(self.parent_loss(query, key))
+        local_mask = self.local_attention_mask(query.dtype)
         dropout = self.dropout_prob if self.training else 0.0
         if output_attentions:
-            return self._attend_explicitly(hidden_states, query, key, value, dropout)
+            return self._attend_explicitly(hidden_states, query, key, value, local_mask, dropout)
         global_context = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=global_mask, dropout_p=dropout
+            query, key, value, attn_mask=self.slot.global_mask, dropout_p=dropout
         )
         if local_mask is None:
             return self.merge_heads(global_context), None
@@ -117,12 +160,25 @@ class GatedLocalAttention(nn.Module):
         )
         return mixed, None
 
+    def parent_loss(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of the supervised head's attention distribution
+        against the parent piece of each piece that has one."""
+        head = self.supervised_head
+        scores = query[:, head] @ key[:, head].transpose(-1, -2) / math.sqrt(self.head_size)
+        scores = scores.float().masked_fill(~self.slot.global_mask[:, 0], torch.finfo(torch.float32).min)
+        log_probs = scores.log_softmax(-1)
+        targets = self.slot.parent_targets
+        if (targets == IGNORED_TARGET).all():
+            return log_probs.sum() * 0.0
+        return F.nll_loss(log_probs.flatten(0, 1), targets.flatten(), ignore_index=IGNORED_TARGET)
+
     def _attend_explicitly(
         self,
         hidden_states: torch.Tensor,
         query: torch.Tensor,
         key: torch.Tensor,
         value: torch.Tensor,
+        local_mask: Optional[torch.Tensor],
         dropout: float,
     ) -> Tuple[torch.Tensor, torch.Tensor]:
         # The same computation with the probabilities materialised, for
@@ -131,33 +187,32 @@ class GatedLocalAttention(nn.Module):
         scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_size)
         hidden = torch.finfo(scores.dtype).min
         probs = F.dropout(
-            scores.masked_fill(~self.slot.global_mask, hidden).softmax(-1),
-            dropout,
-            self.training,
+            scores.masked_fill(~self.slot.global_mask, hidden).softmax(-1), dropout, self.training
         )
-        if self.slot.local_mask is not None:
-            local_probs = F.dropout(
-                scores.masked_fill(~self.slot.local_mask, hidden).softmax(-1),
-                dropout,
-                self.training,
-            )
+        if local_mask is not None:
+            if local_mask.dtype == torch.bool:
+                local_scores = scores.masked_fill(~local_mask, hidden)
+            else:
+                local_scores = scores + local_mask
+            local_probs = F.dropout(local_scores.softmax(-1), dropout, self.training)
             gate = self.gate_values(hidden_states)[:, None]  # (batch, 1, n_pieces, 1)
             probs = gate * local_probs + (1 - gate) * probs
         return self.merge_heads(probs @ value), probs
 
 
-class BertStyleSelfAttention(GatedLocalAttention):
+class BertStyleSelfAttention(SyntaxAwareAttention):
     """Replaces the `attention.self` module of BERT, RoBERTa, XLM-RoBERTa,
     CamemBERT and ELECTRA layers (eager or SDPA); the output projection
     stays in the layer's `attention.output`."""
 
-    def __init__(self, original: nn.Module, config, slot: AttentionMaskSlot):
+    def __init__(self, original: nn.Module, config, slot: AttentionSlot, **options):
         super().__init__(
             original.all_head_size,
             original.num_attention_heads,
             config.attention_probs_dropout_prob,
             slot,
             config.initializer_range,
+            **options,
         )
         self.query = original.query
         self.key = original.key
@@ -188,13 +243,13 @@ class BertStyleSelfAttention(GatedLocalAttention):
         return (context, probs) if output_attentions else (context,)
 
 
-class DistilBertStyleAttention(GatedLocalAttention):
+class DistilBertStyleAttention(SyntaxAwareAttention):
     """Replaces DistilBERT's `attention` module, which also holds the output
     projection: the mixing happens before it."""
 
-    def __init__(self, original: nn.Module, config, slot: AttentionMaskSlot):
+    def __init__(self, original: nn.Module, config, slot: AttentionSlot, **options):
         super().__init__(
-            original.dim, original.n_heads, config.attention_dropout, slot, config.initializer_range
+            original.dim, original.n_heads, config.attention_dropout, slot, config.initializer_range, **options
         )
         self.q_lin = original.q_lin
         self.k_lin = original.k_lin

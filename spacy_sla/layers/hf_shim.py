@@ -1,4 +1,4 @@
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional
 
 from spacy_transformers.data_classes import HFObjects
 from spacy_transformers.layers.hf_shim import HFShim
@@ -9,14 +9,14 @@ from .syntax_aware_transformer import SyntaxAwareTransformer
 
 class SyntaxAwareTransformerClass:
     """Stands in for AutoModel where spacy-transformers rebuilds a saved
-    model from its config, so that the rebuilt model has SLA attention in the
-    configured layers."""
+    model from its config, so that the rebuilt model has the configured
+    syntax-aware attention (options of SyntaxAwareTransformer)."""
 
-    def __init__(self, sla_layers: Optional[Sequence[int]]):
-        self.sla_layers = None if sla_layers is None else list(sla_layers)
+    def __init__(self, options: Dict[str, Any]):
+        self.options = options
 
     def from_config(self, config: PretrainedConfig) -> SyntaxAwareTransformer:
-        return SyntaxAwareTransformer.from_config(config, self.sla_layers)
+        return SyntaxAwareTransformer.from_config(config, **self.options)
 
 
 class SLAShim(HFShim):
@@ -31,7 +31,7 @@ class SLAShim(HFShim):
     def __init__(
         self,
         model: HFObjects,
-        sla_layers: Optional[Sequence[int]] = None,
+        options: Dict[str, Any],
         mixed_precision: bool = False,
         grad_scaler_config: Optional[dict] = None,
     ):
@@ -40,5 +40,5 @@ class SLAShim(HFShim):
             mixed_precision=mixed_precision,
             # HFShim writes into this dict, so never pass a shared default.
             grad_scaler_config=dict(grad_scaler_config or {}),
-            model_cls=SyntaxAwareTransformerClass(sla_layers),
+            model_cls=SyntaxAwareTransformerClass(options),
         )

@@ -1,4 +1,6 @@
-"""A Hugging Face encoder with SLA attention in some or all of its layers."""
+"""A Hugging Face encoder with syntax-aware attention: SLA in some or all of
+its layers, optionally a supervised parent-attention head (LISA) and a
+syntax-guided layer on top (SG-Net)."""
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Type
 
@@ -6,13 +8,17 @@ import torch
 from torch import nn
 from transformers import AutoModel, PretrainedConfig, PreTrainedModel
 
+from ..data_classes import ParentAttention
 from ..errors import Errors
 from .attention import (
-    AttentionMaskSlot,
+    AttentionSlot,
     BertStyleSelfAttention,
     DistilBertStyleAttention,
-    GatedLocalAttention,
+    SyntaxAwareAttention,
 )
+from .syntax_guided import SyntaxGuidedLayer
+
+LocalBiasFactory = Callable[[int], nn.Module]
 
 
 @dataclass(frozen=True)
@@ -22,7 +28,7 @@ class AttentionFamily:
     layers: Callable[[PreTrainedModel], nn.ModuleList]
     holder: Callable[[nn.Module], nn.Module]  # the layer's module that owns the attention
     attribute: str  # the attention module's name in its holder
-    replacement: Type[GatedLocalAttention]
+    replacement: Type[SyntaxAwareAttention]
 
 
 _BERT_STYLE = AttentionFamily(
@@ -75,8 +81,21 @@ def resolve_layers(sla_layers: Optional[Sequence[int]], n_layers: int) -> List[i
     return sorted(resolved)
 
 
-def _is_gate_key(key: str) -> bool:
-    return key.endswith((".gate.weight", ".gate.bias"))
+def _is_added_key(key: str) -> bool:
+    return ".gate." in key or ".local_bias." in key or key.startswith("guided_layer.")
+
+
+def _resolve_parent_attention(
+    parent_attention: Optional[ParentAttention], n_layers: int, n_heads: int
+) -> Optional[ParentAttention]:
+    if parent_attention is None:
+        return None
+    layer = n_layers // 2 if parent_attention.layer is None else parent_attention.layer
+    if not -n_layers <= layer < n_layers or not 0 <= parent_attention.head < n_heads:
+        raise ValueError(
+            Errors.E012.format(layer=parent_attention.layer, head=parent_attention.head, n_layers=n_layers, n_heads=n_heads)
+        )
+    return ParentAttention(layer=layer % n_layers, head=parent_attention.head, weight=parent_attention.weight)
 
 
 def _check_wrappable(original: nn.Module, config: PretrainedConfig) -> None:
@@ -93,35 +112,60 @@ def _check_wrappable(original: nn.Module, config: PretrainedConfig) -> None:
 
 class SyntaxAwareTransformer(nn.Module):
     """Wraps a Hugging Face encoder (kept as `.transformer`, so its state dict
-    keys keep their names under a "transformer." prefix) and replaces the
-    self-attention of the chosen layers with SLA attention.
+    keys keep their names under a "transformer." prefix).
 
-    forward takes the usual encoder inputs plus `local_mask`, a bool tensor
-    (batch, n_pieces, n_pieces) or None for global attention only, and
-    returns the encoder's output.
+    sla_layers: the layers whose self-attention gets a gated local branch
+        (None: all of them; []: none).
+    local_bias: for distance inputs, makes each SLA layer's bias module from
+        its number of heads; None for boolean local masks.
+    syntax_guided: add SG-Net's syntax-guided layer on top of the encoder.
+    parent_attention: supervise one head of one layer with the parents (LISA).
+
+    forward takes the usual encoder inputs plus the batch's syntax inputs
+    (see SyntaxInputs.to_torch); a missing input means global attention.
+    During training with parent targets, the weighted parent-attention loss
+    is attached to the output as `auxiliary_loss` (an attribute, not an
+    output key, so spacy-transformers does not treat it as a tensor output).
     """
 
-    def __init__(self, transformer: PreTrainedModel, sla_layers: Optional[Sequence[int]] = None):
+    def __init__(
+        self,
+        transformer: PreTrainedModel,
+        sla_layers: Optional[Sequence[int]] = None,
+        local_bias: Optional[LocalBiasFactory] = None,
+        syntax_guided: bool = False,
+        parent_attention: Optional[ParentAttention] = None,
+    ):
         super().__init__()
         config = transformer.config
         family = attention_family(config)
         layers = family.layers(transformer)
         self.transformer = transformer
         self.sla_layers = resolve_layers(sla_layers, len(layers))
-        self.slot = AttentionMaskSlot()
-        for index in self.sla_layers:
+        self.parent_attention = _resolve_parent_attention(parent_attention, len(layers), config.num_attention_heads)
+        self.slot = AttentionSlot()
+        supervised_layer = None if self.parent_attention is None else self.parent_attention.layer
+        for index in sorted(set(self.sla_layers) | {supervised_layer} - {None}):
             holder = family.holder(layers[index])
             original = getattr(holder, family.attribute)
             _check_wrappable(original, config)
-            setattr(holder, family.attribute, family.replacement(original, config, self.slot))
+            local = index in self.sla_layers
+            replacement = family.replacement(
+                original,
+                config,
+                self.slot,
+                local=local,
+                local_bias=local_bias(config.num_attention_heads) if local and local_bias is not None else None,
+                supervised_head=self.parent_attention.head if index == supervised_layer else None,
+            )
+            setattr(holder, family.attribute, replacement)
+        self.guided_layer = SyntaxGuidedLayer(config) if syntax_guided else None
 
     @classmethod
-    def from_config(
-        cls, config: PretrainedConfig, sla_layers: Optional[Sequence[int]] = None
-    ) -> "SyntaxAwareTransformer":
+    def from_config(cls, config: PretrainedConfig, **options) -> "SyntaxAwareTransformer":
         """An untrained model of the given architecture (weights are loaded
         afterwards, e.g. from a saved pipeline)."""
-        return cls(AutoModel.from_config(config), sla_layers)
+        return cls(AutoModel.from_config(config), **options)
 
     @property
     def config(self) -> PretrainedConfig:
@@ -132,12 +176,9 @@ class SyntaxAwareTransformer(nn.Module):
         return self.transformer.device
 
     def sla_parameter_names(self) -> List[str]:
-        return [
-            f"{module_name}.{param_name}"
-            for module_name, module in self.named_modules()
-            if isinstance(module, GatedLocalAttention)
-            for param_name, _ in module.gate.named_parameters(prefix="gate")
-        ]
+        """The parameters the wrapping added to the encoder (gates, local
+        biases, the syntax-guided layer)."""
+        return [name for name, _ in self.named_parameters() if _is_added_key(name)]
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Load weights; a state that lacks SLA weights of this model, or holds
@@ -147,7 +188,7 @@ class SyntaxAwareTransformer(nn.Module):
         result = super().load_state_dict(state_dict, strict=False, assign=assign)
         sla_names = set(self.sla_parameter_names())
         missing = [k for k in result.missing_keys if k in sla_names]
-        unexpected = [k for k in result.unexpected_keys if _is_gate_key(k)]
+        unexpected = [k for k in result.unexpected_keys if _is_added_key(k)]
         if missing or unexpected:
             raise ValueError(
                 Errors.E006.format(
@@ -161,8 +202,9 @@ class SyntaxAwareTransformer(nn.Module):
             )
         return result
 
-    def sla_modules(self) -> List[GatedLocalAttention]:
-        return [m for m in self.modules() if isinstance(m, GatedLocalAttention)]
+    def sla_modules(self) -> List[SyntaxAwareAttention]:
+        """The wrapped attention modules that have a local branch (a gate)."""
+        return [m for m in self.modules() if isinstance(m, SyntaxAwareAttention) and m.gate is not None]
 
     def forward(
         self,
@@ -170,6 +212,9 @@ class SyntaxAwareTransformer(nn.Module):
         attention_mask: torch.Tensor,
         token_type_ids: Optional[torch.Tensor] = None,
         local_mask: Optional[torch.Tensor] = None,
+        local_buckets: Optional[torch.Tensor] = None,
+        guide_mask: Optional[torch.Tensor] = None,
+        parent_targets: Optional[torch.Tensor] = None,
         output_attentions: bool = False,
     ):
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
@@ -177,9 +222,26 @@ class SyntaxAwareTransformer(nn.Module):
             inputs["token_type_ids"] = token_type_ids
         if output_attentions:
             inputs["output_attentions"] = True
-        self.slot.fill(attention_mask, local_mask)
+        self.slot.fill(attention_mask, local_mask, local_buckets, parent_targets)
         try:
-            return self.transformer(**inputs)
+            output = self.transformer(**inputs)
+            if self.guided_layer is not None:
+                output.last_hidden_state = self.guided_layer(
+                    output.last_hidden_state, _guided_visibility(attention_mask, guide_mask)
+                )
+            if self.slot.auxiliary_losses:
+                output.auxiliary_loss = self.parent_attention.weight * torch.stack(self.slot.auxiliary_losses).sum()
+            return output
         finally:
-            # The masks belong to this batch only.
+            # The inputs belong to this batch only.
             self.slot.clear()
+
+
+def _guided_visibility(attention_mask: torch.Tensor, guide_mask: Optional[torch.Tensor]) -> torch.Tensor:
+    """(batch, 1, n, n): the guide mask (everything when there is none), with
+    padding keys hidden and padding queries attending like global ones."""
+    real = attention_mask.bool()
+    keys = real[:, None, None, :]
+    if guide_mask is None:
+        return keys.expand(-1, -1, real.shape[1], -1)
+    return (guide_mask | ~real[:, :, None])[:, None] & keys

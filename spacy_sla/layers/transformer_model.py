@@ -3,6 +3,7 @@ with local attention masks computed from the parse of each span."""
 import copy
 from typing import Callable, List, Optional, Sequence, Tuple
 
+import torch
 from spacy.tokens import Doc, Span
 from spacy_transformers.align import get_alignment, get_alignment_via_offset_mapping
 from spacy_transformers.data_classes import FullTransformerBatch, HFObjects, WordpieceBatch
@@ -17,43 +18,57 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.types import ArgsKwargs, Ragged
 from transformers.file_utils import ModelOutput
 
-from ..data_classes import LocalAttentionMask
+from ..data_classes import ParentAttention, SyntaxInputs
 from ..errors import Errors
-from ..masks import MaskBuilder
-from ..wordpiece_masks import build_local_attention_mask, check_on_missing_parse
+from ..masks import MaskBuilder, builder_kind
+from ..syntax_inputs import build_syntax_inputs, check_on_missing_parse
 from .hf_shim import SLAShim
 from .syntax_aware_transformer import SyntaxAwareTransformer, attention_family
 
 SpanGetter = Callable[[List[Doc]], List[List[Span]]]
-TOK2VEC_ARCHITECTURE = "spacy-sla.SLATok2VecTransformer.v1"
+TOK2VEC_ARCHITECTURES = {
+    "spacy-sla.SLATransformerModel.v1": "spacy-sla.SLATok2VecTransformer.v1",
+    "spacy-sla.SLATransformerModel.v2": "spacy-sla.SLATok2VecTransformer.v2",
+}
 
 
 class SLATransformerModel(Model):
     """Takes a batch of parsed Docs and returns a FullTransformerBatch, like
-    spacy-transformers' TransformerModel, with SLA attention in the layers
-    `sla_layers` of the transformer, masked by `mask`."""
+    spacy-transformers' TransformerModel, with syntax-aware attention: a
+    local branch masked (or biased) by `mask` in the layers `sla_layers`, a
+    syntax-guided layer on top masked by `syntax_guided_mask` (SG-Net), and a
+    head supervised with the parents (`parent_attention`, LISA)."""
 
     def __init__(
         self,
         name: str,
         get_spans: SpanGetter,
-        mask: MaskBuilder,
+        mask: Optional[MaskBuilder],
         tokenizer_config: dict = {},
         transformer_config: dict = {},
         mixed_precision: bool = False,
         grad_scaler_config: dict = {},
         sla_layers: Optional[Sequence[int]] = None,
         on_missing_parse: str = "error",
+        syntax_guided_mask: Optional[MaskBuilder] = None,
+        parent_attention: Optional[ParentAttention] = None,
     ):
         hf_objects = HFObjects(
             None, None, None, dict(tokenizer_config), dict(transformer_config)
         )
-        layers = None if sla_layers is None else list(sla_layers)
+        layers = [] if mask is None else (None if sla_layers is None else list(sla_layers))
+        local_bias = getattr(mask, "make_layer_bias", None) if builder_kind(mask) == "distance" else None
+        options = {
+            "sla_layers": layers,
+            "local_bias": local_bias,
+            "syntax_guided": syntax_guided_mask is not None,
+            "parent_attention": parent_attention,
+        }
         wrapper = Model(
             "sla-hf-pytorch",
             pytorch_forward,
             attrs={"convert_inputs": _convert_inputs, "convert_outputs": _convert_outputs},
-            shims=[SLAShim(hf_objects, layers, mixed_precision, grad_scaler_config)],
+            shims=[SLAShim(hf_objects, options, mixed_precision, grad_scaler_config)],
             dims={"nI": None, "nO": None},
         )
         super().__init__(
@@ -66,13 +81,17 @@ class SLATransformerModel(Model):
                 "name": name,
                 "get_spans": get_spans,
                 "mask": mask,
-                "sla_layers": layers,
+                "syntax_guided_mask": syntax_guided_mask,
+                "parent_attention": parent_attention,
+                "sla_layers": None if sla_layers is None else list(sla_layers),
+                "transformer_options": options,
                 "on_missing_parse": check_on_missing_parse(on_missing_parse),
                 "mixed_precision": mixed_precision,
                 "grad_scaler_config": dict(grad_scaler_config),
                 "set_transformer": set_transformer,
                 "has_transformer": False,
                 "flush_cache_chance": 0.0,
+                "auxiliary_loss": 0.0,
                 "replace_listener": replace_listener,
                 "replace_listener_cfg": replace_listener_cfg,
             },
@@ -106,6 +125,8 @@ class SLATransformerModel(Model):
             self.attrs["grad_scaler_config"],
             self.attrs["sla_layers"],
             self.attrs["on_missing_parse"],
+            self.attrs["syntax_guided_mask"],
+            self.attrs["parent_attention"],
         )
         copied.attrs["has_transformer"] = self.attrs["has_transformer"]
         copied.attrs["flush_cache_chance"] = self.attrs["flush_cache_chance"]
@@ -125,26 +146,29 @@ class SLATransformerModel(Model):
             align = get_alignment(spans, wordpieces.strings, tokenizer.all_special_tokens)
         return truncate_oversize_splits(wordpieces, align, tokenizer.model_max_length)
 
-    def local_attention_mask(
+    def syntax_inputs(
         self, spans: List[Span], wordpieces: WordpieceBatch, align: Ragged
-    ) -> LocalAttentionMask:
-        return build_local_attention_mask(
+    ) -> SyntaxInputs:
+        return build_syntax_inputs(
             spans,
             align,
             wordpieces.lengths,
             wordpieces.input_ids.shape[1],
-            self.attrs["mask"],
-            self.attrs["on_missing_parse"],
+            local=self.attrs["mask"],
+            guide=self.attrs["syntax_guided_mask"],
+            parents=self.attrs["parent_attention"] is not None,
+            on_missing_parse=self.attrs["on_missing_parse"],
         )
 
     def local_masks(self, docs: List[Doc]) -> List:
-        """The local mask of every transformer span of the Docs, in the order
-        the model processes them: one (n_pieces, n_pieces) bool array each."""
+        """The local mask (or distance buckets) of every transformer span of
+        the Docs, in the order the model processes them: one
+        (n_pieces, n_pieces) array each, padding excluded."""
         spans = flatten_spans(self.attrs["get_spans"](docs))
         if not spans:
             return []
         wordpieces, align = self.tokenize(spans)
-        return self.local_attention_mask(spans, wordpieces, align).unpadded()
+        return self.syntax_inputs(spans, wordpieces, align).local_matrices()
 
 
 def flatten_spans(nested_spans: List[List[Span]]) -> List[Span]:
@@ -165,7 +189,7 @@ def set_transformer(model: SLATransformerModel, hf_objects: HFObjects) -> None:
     if model.attrs["has_transformer"]:
         raise ValueError("Cannot set second transformer.")
     attention_family(hf_objects.transformer.config, model.attrs["name"])
-    sla_transformer = SyntaxAwareTransformer(hf_objects.transformer, model.attrs["sla_layers"])
+    sla_transformer = SyntaxAwareTransformer(hf_objects.transformer, **model.attrs["transformer_options"])
     shim = model.layers[0].shims[0]
     shim._model = sla_transformer
     shim._hfmodel.tokenizer = hf_objects.tokenizer
@@ -196,8 +220,11 @@ def forward(
     nested_spans = model.attrs["get_spans"](docs)
     spans = flatten_spans(nested_spans)
     wordpieces, align = model.tokenize(spans)
-    local_mask = model.local_attention_mask(spans, wordpieces, align)
-    model_output, backprop_tensors = model.layers[0]((wordpieces, local_mask), is_train)
+    syntax = model.syntax_inputs(spans, wordpieces, align)
+    model_output, backprop_tensors = model.layers[0]((wordpieces, syntax), is_train)
+    auxiliary_loss = getattr(model_output, "auxiliary_loss", None)
+    # Read by the component's update, which reports it with the losses.
+    model.attrs["auxiliary_loss"] = 0.0 if auxiliary_loss is None else float(auxiliary_loss)
     output = FullTransformerBatch(
         spans=nested_spans, wordpieces=wordpieces, model_output=model_output, align=align
     )
@@ -210,15 +237,16 @@ def forward(
 
 
 def _convert_inputs(
-    model: Model, inputs: Tuple[WordpieceBatch, Optional[LocalAttentionMask]], is_train: bool
+    model: Model, inputs: Tuple[WordpieceBatch, Optional[SyntaxInputs]], is_train: bool
 ) -> Tuple[ArgsKwargs, Callable]:
-    wordpieces, local_mask = inputs
+    wordpieces, syntax = inputs
     device = model.shims[0]._hfmodel.transformer.device
     kwargs = {
         "input_ids": xp2torch(wordpieces.input_ids, device=device),
         "attention_mask": xp2torch(wordpieces.attention_mask, device=device),
-        "local_mask": None if local_mask is None else local_mask.to_torch(device),
     }
+    if syntax is not None:
+        kwargs.update(syntax.to_torch(device))
     if wordpieces.token_type_ids is not None:
         kwargs["token_type_ids"] = xp2torch(wordpieces.token_type_ids, device=device)
     return ArgsKwargs(args=(), kwargs=kwargs), lambda d_inputs: []
@@ -226,12 +254,17 @@ def _convert_inputs(
 
 def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
     _, model_output = inputs_outputs
+    auxiliary_loss = getattr(model_output, "auxiliary_loss", None)
 
     def backprop(d_model_output: ModelOutput) -> ArgsKwargs:
-        return ArgsKwargs(
-            args=(model_output.last_hidden_state,),
-            kwargs={"grad_tensors": d_model_output.values()},
-        )
+        outputs = [model_output.last_hidden_state]
+        gradients = list(d_model_output.values())
+        if auxiliary_loss is not None and auxiliary_loss.requires_grad:
+            # The parent-attention loss joins the backward pass of the
+            # listeners' gradients.
+            outputs.append(auxiliary_loss)
+            gradients.append(torch.ones_like(auxiliary_loss))
+        return ArgsKwargs(args=tuple(outputs), kwargs={"grad_tensors": gradients})
 
     return model_output, backprop
 
@@ -241,7 +274,7 @@ def replace_listener_cfg(tok2vec_model_cfg: dict, listener_model_cfg: dict) -> d
     its own copy of the SLA transformer (Language.replace_listeners)."""
     result = dict(tok2vec_model_cfg)
     if "TransformerListener" in listener_model_cfg.get("@architectures", ""):
-        result["@architectures"] = TOK2VEC_ARCHITECTURE
+        result["@architectures"] = TOK2VEC_ARCHITECTURES[tok2vec_model_cfg["@architectures"]]
         for key in ("pooling", "grad_factor"):
             if key in listener_model_cfg and key not in result:
                 result[key] = listener_model_cfg[key]

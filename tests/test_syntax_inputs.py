@@ -5,7 +5,7 @@ import pytest
 from spacy.tokens import Doc, Span
 
 from spacy_sla.masks import MissingParseError, SyntaxMask
-from spacy_sla.wordpiece_masks import build_local_attention_mask, wordpiece_visibility
+from spacy_sla.syntax_inputs import build_syntax_inputs, wordpiece_visibility
 
 from util import english_vocab, parsed_doc, sla_nlp
 
@@ -25,16 +25,16 @@ def model(tiny_bert):
 
 def local_mask(model, spans, builder, on_missing_parse="error"):
     wordpieces, align = model.tokenize(spans)
-    mask = build_local_attention_mask(
-        spans, align, wordpieces.lengths, wordpieces.input_ids.shape[1], builder, on_missing_parse
+    inputs = build_syntax_inputs(
+        spans, align, wordpieces.lengths, wordpieces.input_ids.shape[1], local=builder, on_missing_parse=on_missing_parse
     )
-    return wordpieces, mask
+    return wordpieces, inputs
 
 
 def test_wordpiece_visibility_by_hand():
     # tokens t0, t1; pieces p0 (t0), p1 (t0 and t1), p2 (t1), p3 (no token)
     token_visible = numpy.array([[True, False], [True, True]])
-    visible = wordpiece_visibility(token_visible, numpy.array([0, 0, 1, 1]), numpy.array([0, 1, 1, 2]), 4)
+    visible = wordpiece_visibility(token_visible, (numpy.array([0, 0, 1, 1]), numpy.array([0, 1, 1, 2])), 4)
     assert as_ints(visible) == [
         [1, 1, 0, 1],  # p0 = t0 sees t0's pieces (p0, p1)
         [1, 1, 1, 1],  # p1 = t0 or t1: sees what either sees
@@ -47,7 +47,7 @@ def test_pieces_of_a_token_share_its_row_and_column(model):
     doc = parsed_doc(english_vocab(), ["she", "was", "walking", "."], [2, 2, 2, 2])
     wordpieces, mask = local_mask(model, [doc[:]], identity_mask)
     assert wordpieces.strings[0] == ["[CLS]", "she", "was", "walk", "##ing", ".", "[SEP]"]
-    assert as_ints(mask.unpadded()[0]) == [
+    assert as_ints(mask.local_matrices()[0]) == [
         [1, 1, 1, 1, 1, 1, 1],
         [1, 1, 0, 0, 0, 0, 1],
         [1, 0, 1, 0, 0, 0, 1],
@@ -69,7 +69,7 @@ def test_a_piece_shared_by_two_tokens_sees_what_either_sees(model):
 
     wordpieces, mask = local_mask(model, [doc[:]], she_sees_do)
     assert wordpieces.strings[0] == ["[CLS]", "she", "don", "'", "t", "[SEP]"]
-    assert as_ints(mask.unpadded()[0]) == [
+    assert as_ints(mask.local_matrices()[0]) == [
         [1, 1, 1, 1, 1, 1],
         [1, 1, 1, 0, 0, 1],  # she sees "do", hence the piece "don" only
         [1, 0, 1, 1, 1, 1],  # don = do | n't
@@ -86,13 +86,13 @@ def test_whitespace_tokens_emoji_and_padding(model):
     wordpieces, mask = local_mask(model, [short[:], odd[:]], identity_mask)
     assert wordpieces.strings[1] == ["[CLS]", "a", "b", "[UNK]", "walk", "##ing", "[SEP]"]
     assert mask.lengths == [4, 7]
-    assert mask.visible.shape == (2, 7, 7)
-    odd_mask = mask.unpadded()[1]
+    assert mask.local_mask.shape == (2, 7, 7)
+    odd_mask = mask.local_matrices()[1]
     # "a" sees only itself; the whitespace token has no piece; the emoji is [UNK]
     assert as_ints(odd_mask[1]) == [1, 1, 0, 0, 0, 0, 1]
     assert as_ints(odd_mask[3]) == [1, 0, 0, 1, 0, 0, 1]
     # padding rows and columns of the short span are left to the padding mask
-    assert mask.visible[0, 4:, :].all() and mask.visible[0, :, 4:].all()
+    assert mask.local_mask[0, 4:, :].all() and mask.local_mask[0, :, 4:].all()
 
 
 def test_overlapping_strided_spans_get_their_own_rows(model):
@@ -102,7 +102,7 @@ def test_overlapping_strided_spans_get_their_own_rows(model):
     spans = [doc[0:5], doc[3:8]]
     mask_builder = SyntaxMask(threshold=1, punct_visible=False)
     _, mask = local_mask(model, spans, mask_builder)
-    for span, wordpiece_mask in zip(spans, mask.unpadded()):
+    for span, wordpiece_mask in zip(spans, mask.local_matrices()):
         # one piece per word here: the piece mask is the token mask framed by
         # the always-visible [CLS] and [SEP]
         assert (wordpiece_mask[1:-1, 1:-1] == mask_builder(span)).all()
@@ -116,7 +116,7 @@ def test_docs_are_numbered_like_the_alignment(model):
     second = parsed_doc(vocab, ["dog", "ran", "on"], [1, 1, 1])
     spans = [first[:], second[:]]
     _, mask = local_mask(model, spans, identity_mask)
-    assert as_ints(mask.unpadded()[1][1:-1, 1:-1]) == numpy.eye(3, dtype=int).tolist()
+    assert as_ints(mask.local_matrices()[1][1:-1, 1:-1]) == numpy.eye(3, dtype=int).tolist()
 
 
 def test_missing_parse_policy(model):
@@ -125,7 +125,7 @@ def test_missing_parse_policy(model):
         local_mask(model, [unparsed[:]], SyntaxMask())
     with pytest.warns(UserWarning, match=r"\[W001\]"):
         _, mask = local_mask(model, [unparsed[:]], SyntaxMask(), on_missing_parse="global")
-    assert mask.unpadded()[0].all()
+    assert mask.local_matrices()[0].all()
 
 
 def test_a_builder_with_a_wrong_result_is_refused(model):

@@ -1,0 +1,232 @@
+"""From the parse of each span to the wordpiece-level SyntaxInputs.
+
+Every wordpiece gets the rows and columns of the tokens it is aligned with:
+a wordpiece shared by several tokens sees what any of them sees (and is at
+the smallest distance any of them is). Wordpieces aligned with no token (the
+special pieces, and padding) see everything and are seen by everything.
+"""
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.tokens import Span
+from thinc.types import Ragged
+
+from .data_classes import IGNORED_TARGET, SyntaxInputs
+from .dependency_tree import NO_TOKEN, head_indices
+from .errors import Errors, Warnings
+from .masks import MaskBuilder, MissingParseError, builder_kind
+
+ON_MISSING_PARSE = ("error", "global")
+PiecePairs = Tuple[numpy.ndarray, numpy.ndarray]  # (token in span, piece in span)
+
+
+def check_on_missing_parse(value: str) -> str:
+    if value not in ON_MISSING_PARSE:
+        raise ValueError(Errors.E004.format(value=value))
+    return value
+
+
+def _first_token_positions(spans: Sequence[Span]) -> Dict[int, int]:
+    """Row of each Doc's first token in the alignment table, which numbers
+    the tokens of the Docs in the order the spans first reach them (as
+    spacy_transformers.align.get_token_positions does)."""
+    offsets: Dict[int, int] = {}
+    n_seen = 0
+    for span in spans:
+        if id(span.doc) not in offsets:
+            offsets[id(span.doc)] = n_seen
+            n_seen += len(span.doc)
+    return offsets
+
+
+def span_piece_pairs(spans: Sequence[Span], align: Ragged, n_pieces: int) -> List[PiecePairs]:
+    """The (token, piece) pairs of each span's alignment, both numbered
+    within the span. A token of overlapping strided spans has pieces in
+    several spans: each span keeps its own."""
+    lengths_per_token = numpy.asarray(align.lengths, dtype=numpy.int64)
+    token_rows = numpy.repeat(numpy.arange(len(lengths_per_token)), lengths_per_token)
+    flat_pieces = numpy.asarray(align.dataXd, dtype=numpy.int64).reshape(-1)
+    span_of_piece = flat_pieces // n_pieces
+    order = numpy.argsort(span_of_piece, kind="stable")
+    bounds = numpy.searchsorted(span_of_piece[order], numpy.arange(len(spans) + 1))
+    first_rows = _first_token_positions(spans)
+    pairs = []
+    for i, span in enumerate(spans):
+        selected = order[bounds[i] : bounds[i + 1]]
+        tokens = token_rows[selected] - first_rows[id(span.doc)] - span.start
+        pairs.append((tokens, flat_pieces[selected] % n_pieces))
+    return pairs
+
+
+def expand_to_pieces(
+    token_values: numpy.ndarray, pairs: PiecePairs, n_pieces: int, unanchored: object
+) -> numpy.ndarray:
+    """(n_tokens, n_tokens) -> (n_pieces, n_pieces): each piece pair takes
+    the smallest value over the token pairs it stands for; pieces without a
+    token get `unanchored` in their rows and columns."""
+    tokens, pieces = pairs
+    expanded = numpy.full((n_pieces, n_pieces), unanchored, dtype=token_values.dtype)
+    if len(pieces) == 0:
+        return expanded
+    order = numpy.lexsort((tokens, pieces))
+    pieces, tokens = pieces[order], tokens[order]
+    starts = numpy.flatnonzero(numpy.r_[True, pieces[1:] != pieces[:-1]])
+    anchored = pieces[starts]
+    group = numpy.repeat(numpy.arange(len(starts)), numpy.diff(numpy.r_[starts, len(pieces)]))
+    rank = numpy.arange(len(pieces)) - starts[group]
+    # Almost every piece has one token; a piece shared by r tokens needs r
+    # choices of token per side, and the minimum over all combinations.
+    choices = []
+    for r in range(rank.max() + 1):
+        choice = tokens[starts].copy()
+        chosen = rank == r
+        choice[group[chosen]] = tokens[chosen]
+        choices.append(choice)
+    block = token_values[numpy.ix_(choices[0], choices[0])]
+    for row_choice in choices:
+        for col_choice in choices:
+            block = numpy.minimum(block, token_values[numpy.ix_(row_choice, col_choice)])
+    expanded[numpy.ix_(anchored, anchored)] = block
+    return expanded
+
+
+def wordpiece_visibility(token_visible: numpy.ndarray, pairs: PiecePairs, n_pieces: int) -> numpy.ndarray:
+    """A piece pair is visible iff some token of the row piece sees some
+    token of the column piece; unanchored pieces see and are seen by all."""
+    visible = ~expand_to_pieces(~token_visible, pairs, n_pieces, unanchored=False)
+    # Every piece sees itself, whatever the builder says, so that no softmax
+    # row of the local attention is empty.
+    numpy.fill_diagonal(visible, True)
+    return visible
+
+
+def parent_pieces(span: Span, pairs: PiecePairs, n_pieces: int) -> numpy.ndarray:
+    """For the first piece of each token: the first piece of its syntactic
+    head (its own for a root); IGNORED_TARGET elsewhere, and where the head
+    lies outside the span or has no piece."""
+    tokens, pieces = pairs
+    targets = numpy.full(n_pieces, IGNORED_TARGET, dtype=numpy.int64)
+    if len(pieces) == 0:
+        return targets
+    first_piece = numpy.full(len(span), -1, dtype=numpy.int64)
+    order = numpy.lexsort((pieces, tokens))
+    starts = numpy.flatnonzero(numpy.r_[True, tokens[order][1:] != tokens[order][:-1]])
+    first_piece[tokens[order][starts]] = pieces[order][starts]
+    heads = head_indices(span)[span.start : span.end]
+    heads = numpy.where(heads == NO_TOKEN, numpy.arange(span.start, span.end), heads) - span.start
+    tokens_with_piece = numpy.flatnonzero(first_piece >= 0)
+    token_heads = heads[tokens_with_piece]
+    inside = (token_heads >= 0) & (token_heads < len(span))
+    inside[inside] = first_piece[token_heads[inside]] >= 0
+    sources = first_piece[tokens_with_piece[inside]]
+    # a piece shared by two tokens follows the first of them
+    sources, first_of_piece = numpy.unique(sources, return_index=True)
+    targets[sources] = first_piece[token_heads[inside][first_of_piece]]
+    return targets
+
+
+class _MissingParsePolicy:
+    """Applies on_missing_parse to the builders' calls and warns once per batch."""
+
+    def __init__(self, on_missing_parse: str):
+        self.on_missing_parse = on_missing_parse
+        self.unparsed_docs: set = set()
+
+    def call(self, builder: MaskBuilder, span: Span) -> Optional[numpy.ndarray]:
+        """The builder's matrix, or None for an unparsed Doc under "global"."""
+        try:
+            return builder(span)
+        except MissingParseError:
+            if self.on_missing_parse == "error":
+                raise
+            self.unparsed_docs.add(id(span.doc))
+            return None
+
+    def has_parse(self, span: Span) -> bool:
+        if span.doc.has_annotation("DEP") or len(span) == 0:
+            return True
+        if self.on_missing_parse == "error":
+            raise MissingParseError(Errors.E001.format(mask="parent attention", name="sla_transformer"))
+        self.unparsed_docs.add(id(span.doc))
+        return False
+
+    def warn(self) -> None:
+        if self.unparsed_docs:
+            warnings.warn(Warnings.W001.format(n_docs=len(self.unparsed_docs)))
+
+
+def _checked(matrix: numpy.ndarray, builder: MaskBuilder, span: Span, kind: str) -> numpy.ndarray:
+    expected_dtype = numpy.bool_ if kind == "mask" else numpy.integer
+    if (
+        not isinstance(matrix, numpy.ndarray)
+        or not numpy.issubdtype(matrix.dtype, expected_dtype)
+        or matrix.shape != (len(span), len(span))
+    ):
+        got = (
+            f"an array of shape {matrix.shape} and dtype {matrix.dtype}"
+            if isinstance(matrix, numpy.ndarray)
+            else type(matrix).__name__
+        )
+        raise ValueError(Errors.E008.format(builder=repr(builder), got=got, n_tokens=len(span)))
+    return matrix
+
+
+def build_syntax_inputs(
+    spans: Sequence[Span],
+    align: Ragged,
+    lengths: List[int],
+    n_pieces: int,
+    *,
+    local: Optional[MaskBuilder] = None,
+    guide: Optional[MaskBuilder] = None,
+    parents: bool = False,
+    on_missing_parse: str = "error",
+) -> SyntaxInputs:
+    """The SyntaxInputs of a batch of spans.
+
+    spans: the flat list of spans, in the order of the wordpiece batch.
+    align: the token-to-wordpiece alignment of spacy-transformers (one row per
+        distinct token, holding indices into the flattened, padded batch).
+    lengths: wordpieces per span, padding excluded.
+    n_pieces: the padded width of the wordpiece batch.
+    local: the local branch's builder (a mask or a distance builder), or None.
+    guide: SG-Net's mask builder, or None.
+    parents: whether to compute LISA's parent targets.
+    """
+    policy = _MissingParsePolicy(on_missing_parse)
+    pairs = span_piece_pairs(spans, align, n_pieces) if spans else []
+    n_spans = len(spans)
+    inputs = SyntaxInputs(lengths=list(lengths))
+    if local is not None:
+        kind = builder_kind(local)
+        if kind == "mask":
+            inputs.local_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
+        else:
+            # A bucket used by every pair of a row adds the same bias to the
+            # whole row, which softmax ignores: "special" everywhere is
+            # global attention.
+            special = local.n_buckets - 1
+            inputs.local_buckets = numpy.full((n_spans, n_pieces, n_pieces), special, dtype=numpy.int16)
+        for i, span in enumerate(spans):
+            matrix = policy.call(local, span)
+            if matrix is None:
+                continue
+            matrix = _checked(matrix, local, span, kind)
+            if kind == "mask":
+                inputs.local_mask[i] = wordpiece_visibility(matrix, pairs[i], n_pieces)
+            else:
+                inputs.local_buckets[i] = expand_to_pieces(matrix.astype(numpy.int16), pairs[i], n_pieces, special)
+    if guide is not None:
+        inputs.guide_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
+        for i, span in enumerate(spans):
+            matrix = policy.call(guide, span)
+            if matrix is not None:
+                inputs.guide_mask[i] = wordpiece_visibility(_checked(matrix, guide, span, "mask"), pairs[i], n_pieces)
+    if parents:
+        inputs.parent_targets = numpy.full((n_spans, n_pieces), IGNORED_TARGET, dtype=numpy.int64)
+        for i, span in enumerate(spans):
+            if policy.has_parse(span):
+                inputs.parent_targets[i] = parent_pieces(span, pairs[i], n_pieces)
+    policy.warn()
+    return inputs
