@@ -55,3 +55,23 @@ def slow_tree_distances(doc: Doc, max_distance: int) -> List[List[int]]:
             if d <= max_distance:
                 table[i][j] = d
     return table
+
+
+def slow_ancestor_mask(doc: Doc, start: int, end: int) -> numpy.ndarray:
+    n = end - start
+    mask = numpy.zeros((n, n), dtype=bool)
+    for i in range(start, end):
+        allowed = {doc[i].i} | {ancestor.i for ancestor in doc[i].ancestors}
+        for j in range(start, end):
+            mask[i - start, j - start] = j in allowed
+    return mask
+
+
+def slow_no_neighbour_mask(doc: Doc, start: int, end: int, threshold: int, punct_visible: bool) -> numpy.ndarray:
+    n = end - start
+    mask = numpy.zeros((n, n), dtype=bool)
+    for i in range(start, end):
+        visible = within_hops(doc, i, threshold)
+        for j in range(start, end):
+            mask[i - start, j - start] = j in visible or (punct_visible and doc[j].is_punct)
+    return mask

@@ -38,7 +38,8 @@ class SyntaxGuidedLayer(nn.Module):
         self.layer = BertLayer(layer_config)
         self.layer.apply(lambda module: _init_weights(module, layer_config.initializer_range))
         self.mix_logits = nn.Parameter(torch.zeros(2))
-        self.scale = nn.Parameter(torch.ones(()))
+        # (1,) rather than a scalar: thinc's optimizers need sized parameters
+        self.scale = nn.Parameter(torch.ones(1))
 
     def forward(self, hidden_states: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
         """visible: (batch, 1, n_pieces, n_pieces) bool."""

