@@ -31,12 +31,13 @@ class _WithAuxiliaryLosses:
 
 @registry.loggers("spacy-sla.ConsoleLogger.v1")
 def console_logger(
-    progress_bar: bool = False,
+    progress_bar: Optional[str] = None,
     console_output: bool = True,
     output_file: Optional[Union[str, Any]] = None,
 ) -> Callable[[Language, IO, IO], Tuple[Callable[[Optional[Dict[str, Any]]], None], Callable[[], None]]]:
-    """spacy.ConsoleLogger.v3 with a "Loss <component>_parent" column for
-    every SLA transformer that supervises a parent-attention head."""
+    """spacy.ConsoleLogger.v3 (same arguments: progress_bar is null, "train"
+    or "eval") with a "Loss <component>_parent" column for every SLA
+    transformer that supervises a parent-attention head."""
     spacy_logger = registry.loggers.get("spacy.ConsoleLogger.v3")(
         progress_bar=progress_bar, console_output=console_output, output_file=output_file
     )
