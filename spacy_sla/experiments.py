@@ -139,10 +139,17 @@ def evaluate_runs(
     task: str, corpus_dir: Path, training_dir: Path, metrics_dir: Path, gpu_id: int = -1
 ) -> List[Dict[str, Any]]:
     """Evaluate the last model of every finished run of a task on the dev
-    set, and write one record per run to metrics_dir/{variant}/seed{n}.json."""
+    set, and write one record per run to metrics_dir/{variant}/seed{n}.json
+    (a run evaluated before, with the same settings, is not evaluated again)."""
     records = []
     for run_dir in finished_runs(training_dir):
         run = json.loads((run_dir / RUN_SETTINGS).read_text(encoding="utf8"))
+        output = metrics_dir / run["variant"] / f"seed{run['seed']}.json"
+        if output.exists():
+            previous = json.loads(output.read_text(encoding="utf8"))
+            if {key: previous.get(key) for key in run} == run:
+                records.append(previous)  # this run was evaluated already
+                continue
         scores_file = run_dir / "dev-scores.json"
         subprocess.run(
             [sys.executable, "-m", "spacy", "evaluate", str(run_dir / "model-last"),
@@ -153,7 +160,6 @@ def evaluate_runs(
         metric = TASKS[task].metric
         record = {**run, "metric": metric, "score": scores[metric], "scores": scores,
                   "evaluated_on": str(corpus_dir / "dev.spacy"), "model": str(run_dir / "model-last")}
-        output = metrics_dir / run["variant"] / f"seed{run['seed']}.json"
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(record, indent=2), encoding="utf8")
         records.append(record)
