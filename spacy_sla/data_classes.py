@@ -3,6 +3,7 @@ from typing import Dict, List, Optional
 
 import numpy
 import torch
+from spacy_transformers.data_classes import FullTransformerBatch
 
 IGNORED_TARGET = -100
 _INPUT_NAMES = ("local_mask", "local_buckets", "guide_mask", "parent_targets")
@@ -75,3 +76,12 @@ class ParentAttention:
     layer: Optional[int] = None
     head: int = 0
     weight: float = 1.0
+
+
+@dataclass
+class SLATransformerBatch(FullTransformerBatch):
+    """spacy-transformers' FullTransformerBatch, plus the gate values of the
+    SLA layers when the component stores them: (n_sla_layers, n_spans,
+    n_pieces), NaN where a span had no local input."""
+
+    gates: Optional[numpy.ndarray] = None

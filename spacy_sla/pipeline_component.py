@@ -5,12 +5,17 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy_transformers.data_classes import FullTransformerBatch
+from spacy.vocab import Vocab
+from spacy_transformers.annotation_setters import null_annotation_setter
 from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer
 from thinc.api import Config, Model, Optimizer
+
+from .gates import GATES_ATTR, install_gate_extension, token_gates
 
 DEFAULT_CONFIG_STR = """
 [sla_transformer]
 max_batch_items = 4096
+store_gates = false
 
 [sla_transformer.set_extra_annotations]
 @annotation_setters = "spacy-transformers.null_annotation_setter.v1"
@@ -51,6 +56,7 @@ def make_sla_transformer(
     model: Model[List[Doc], FullTransformerBatch],
     set_extra_annotations: Callable[[List[Doc], FullTransformerBatch], None],
     max_batch_items: int,
+    store_gates: bool,
 ) -> "SLATransformer":
     """A transformer component with syntax-aware local attention.
 
@@ -64,9 +70,17 @@ def make_sla_transformer(
         spacy-sla.SLATransformerModel.v1.
     set_extra_annotations (Callable): called after doc._.trf_data is set.
     max_batch_items (int): the largest padded batch, in wordpieces.
+    store_gates (bool): store the gate values of the SLA layers at prediction
+        time in doc._.sla_gates, (n_sla_layers, n_tokens), each token's value
+        the mean over its wordpieces. Off by default; no cost when off.
     """
     return SLATransformer(
-        nlp.vocab, model, set_extra_annotations, max_batch_items=max_batch_items, name=name
+        nlp.vocab,
+        model,
+        set_extra_annotations,
+        max_batch_items=max_batch_items,
+        name=name,
+        store_gates=store_gates,
     )
 
 
@@ -74,6 +88,30 @@ class SLATransformer(Transformer):
     """spacy-transformers' Transformer component, with a model that uses the
     Doc's dependency parse. Everything a TransformerListener relies on
     (update, listeners, doc._.trf_data, serialization) is inherited."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[List[Doc], FullTransformerBatch],
+        set_extra_annotations: Callable = null_annotation_setter,
+        *,
+        name: str = "sla_transformer",
+        max_batch_items: int = 128 * 32,
+        store_gates: bool = False,
+    ):
+        super().__init__(vocab, model, set_extra_annotations, name=name, max_batch_items=max_batch_items)
+        self.cfg["store_gates"] = store_gates
+        self.model.attrs["record_gates"] = store_gates
+        install_gate_extension()
+
+    def set_annotations(self, docs: Iterable[Doc], predictions: FullTransformerBatch) -> None:
+        """doc._.trf_data as spacy-transformers sets it, and with
+        store_gates, doc._.sla_gates."""
+        docs = list(docs)
+        super().set_annotations(docs, predictions)
+        if self.cfg.get("store_gates") and getattr(predictions, "gates", None) is not None:
+            for doc, gates in zip(docs, token_gates(predictions, docs)):
+                doc._.set(GATES_ATTR, gates)
 
     @property
     def auxiliary_loss_name(self) -> str:

@@ -37,6 +37,8 @@ class AttentionSlot:
     parent_targets: (batch, n_pieces) the piece each piece's token depends
         on, IGNORED_TARGET where there is none; or None.
     auxiliary_losses: filled by supervised heads during the pass.
+    record_gates: whether local branches keep their gate values in `gates`
+        ((batch, n_pieces) per layer, NaN where a batch has no local input).
     """
 
     def __init__(self) -> None:
@@ -48,6 +50,7 @@ class AttentionSlot:
         local_mask: Optional[torch.Tensor] = None,
         local_buckets: Optional[torch.Tensor] = None,
         parent_targets: Optional[torch.Tensor] = None,
+        record_gates: bool = False,
     ) -> None:
         real = attention_mask.bool()
         keys = real[:, None, None, :]
@@ -58,6 +61,8 @@ class AttentionSlot:
         self.local_buckets = local_buckets
         self.parent_targets = parent_targets
         self.auxiliary_losses = []
+        self.record_gates = record_gates
+        self.gates = []
 
     def clear(self) -> None:
         self.global_mask: Optional[torch.Tensor] = None
@@ -65,6 +70,8 @@ class AttentionSlot:
         self.local_buckets: Optional[torch.Tensor] = None
         self.parent_targets: Optional[torch.Tensor] = None
         self.auxiliary_losses: List[torch.Tensor] = []
+        self.record_gates = False
+        self.gates: List[torch.Tensor] = []
 
 
 class SyntaxAwareAttention(nn.Module):
@@ -150,11 +157,15 @@ class SyntaxAwareAttention(nn.Module):
             query, key, value, attn_mask=self.slot.global_mask, dropout_p=dropout
         )
         if local_mask is None:
+            if self.slot.record_gates and self.gate is not None:
+                self.slot.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
             return self.merge_heads(global_context), None
         local_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=local_mask, dropout_p=dropout
         )
         gate = self.gate_values(hidden_states)
+        if self.slot.record_gates:
+            self.slot.gates.append(gate[..., 0].detach().float())
         mixed = gate * self.merge_heads(local_context) + (1 - gate) * self.merge_heads(
             global_context
         )
@@ -195,7 +206,10 @@ class SyntaxAwareAttention(nn.Module):
             else:
                 local_scores = scores + local_mask
             local_probs = F.dropout(local_scores.softmax(-1), dropout, self.training)
-            gate = self.gate_values(hidden_states)[:, None]  # (batch, 1, n_pieces, 1)
+            gate = self.gate_values(hidden_states)
+            if self.slot.record_gates:
+                self.slot.gates.append(gate[..., 0].detach().float())
+            gate = gate[:, None]  # (batch, 1, n_pieces, 1)
             probs = gate * local_probs + (1 - gate) * probs
         return self.merge_heads(probs @ value), probs
 

@@ -124,8 +124,9 @@ class SyntaxAwareTransformer(nn.Module):
     forward takes the usual encoder inputs plus the batch's syntax inputs
     (see SyntaxInputs.to_torch); a missing input means global attention.
     During training with parent targets, the weighted parent-attention loss
-    is attached to the output as `auxiliary_loss` (an attribute, not an
-    output key, so spacy-transformers does not treat it as a tensor output).
+    is attached to the output as `auxiliary_loss`; with record_gates, the
+    gate values as `gates` (attributes, not output keys, so that
+    spacy-transformers does not treat them as tensor outputs).
     """
 
     def __init__(
@@ -216,19 +217,22 @@ class SyntaxAwareTransformer(nn.Module):
         guide_mask: Optional[torch.Tensor] = None,
         parent_targets: Optional[torch.Tensor] = None,
         output_attentions: bool = False,
+        record_gates: bool = False,
     ):
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         if output_attentions:
             inputs["output_attentions"] = True
-        self.slot.fill(attention_mask, local_mask, local_buckets, parent_targets)
+        self.slot.fill(attention_mask, local_mask, local_buckets, parent_targets, record_gates)
         try:
             output = self.transformer(**inputs)
             if self.guided_layer is not None:
                 output.last_hidden_state = self.guided_layer(
                     output.last_hidden_state, _guided_visibility(attention_mask, guide_mask)
                 )
+            if self.slot.gates:
+                output.gates = torch.stack(self.slot.gates)  # (n_sla_layers, batch, n_pieces)
             if self.slot.auxiliary_losses:
                 output.auxiliary_loss = self.parent_attention.weight * torch.stack(self.slot.auxiliary_losses).sum()
             return output

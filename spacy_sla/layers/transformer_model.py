@@ -18,7 +18,7 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.types import ArgsKwargs, Ragged
 from transformers.file_utils import ModelOutput
 
-from ..data_classes import ParentAttention, SyntaxInputs
+from ..data_classes import ParentAttention, SLATransformerBatch, SyntaxInputs
 from ..errors import Errors
 from ..masks import MaskBuilder, builder_kind
 from ..syntax_inputs import build_syntax_inputs, check_on_missing_parse
@@ -92,6 +92,8 @@ class SLATransformerModel(Model):
                 "has_transformer": False,
                 "flush_cache_chance": 0.0,
                 "auxiliary_loss": 0.0,
+                # set by the component that stores gates (prediction only)
+                "record_gates": False,
                 "replace_listener": replace_listener,
                 "replace_listener_cfg": replace_listener_cfg,
             },
@@ -210,23 +212,29 @@ def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y=None) -> N
     # initializes with an unparsed dummy Doc).
     encoding = huggingface_tokenize(model.tokenizer, ["hello world"])
     wordpieces = WordpieceBatch.from_batch_encoding(encoding)
-    output = model.layers[0].predict((wordpieces, None))
+    output = model.layers[0].predict((wordpieces, None, False))
     model.set_dim("nO", output.last_hidden_state.shape[-1])
 
 
 def forward(
     model: SLATransformerModel, docs: List[Doc], is_train: bool
-) -> Tuple[FullTransformerBatch, Callable]:
+) -> Tuple[SLATransformerBatch, Callable]:
     nested_spans = model.attrs["get_spans"](docs)
     spans = flatten_spans(nested_spans)
     wordpieces, align = model.tokenize(spans)
     syntax = model.syntax_inputs(spans, wordpieces, align)
-    model_output, backprop_tensors = model.layers[0]((wordpieces, syntax), is_train)
+    record_gates = model.attrs["record_gates"] and not is_train
+    model_output, backprop_tensors = model.layers[0]((wordpieces, syntax, record_gates), is_train)
     auxiliary_loss = getattr(model_output, "auxiliary_loss", None)
     # Read by the component's update, which reports it with the losses.
     model.attrs["auxiliary_loss"] = 0.0 if auxiliary_loss is None else float(auxiliary_loss.detach())
-    output = FullTransformerBatch(
-        spans=nested_spans, wordpieces=wordpieces, model_output=model_output, align=align
+    gates = getattr(model_output, "gates", None)
+    output = SLATransformerBatch(
+        spans=nested_spans,
+        wordpieces=wordpieces,
+        model_output=model_output,
+        align=align,
+        gates=None if gates is None else gates.cpu().numpy(),
     )
 
     def backprop(d_output: FullTransformerBatch) -> List[Doc]:
@@ -237,13 +245,14 @@ def forward(
 
 
 def _convert_inputs(
-    model: Model, inputs: Tuple[WordpieceBatch, Optional[SyntaxInputs]], is_train: bool
+    model: Model, inputs: Tuple[WordpieceBatch, Optional[SyntaxInputs], bool], is_train: bool
 ) -> Tuple[ArgsKwargs, Callable]:
-    wordpieces, syntax = inputs
+    wordpieces, syntax, record_gates = inputs
     device = model.shims[0]._hfmodel.transformer.device
     kwargs = {
         "input_ids": xp2torch(wordpieces.input_ids, device=device),
         "attention_mask": xp2torch(wordpieces.attention_mask, device=device),
+        "record_gates": record_gates,
     }
     if syntax is not None:
         kwargs.update(syntax.to_torch(device))
