@@ -49,6 +49,23 @@ def ancestor_table(heads: IntArray, depth: int) -> IntArray:
     return table
 
 
+def _meeting_points(ancestors: IntArray, rows: IntArray, cols: IntArray, max_distance: int):
+    """For every (u, k) with u + k <= max_distance, shortest first: whether
+    u steps up from each row token and k steps up from each column token end
+    on the same token, as one (n_pairs, n_rows, n_cols) comparison."""
+    ups, downs = zip(*[(u, total - u) for total in range(max_distance + 1) for u in range(total + 1)])
+    ups, downs = numpy.array(ups), numpy.array(downs)
+    up_rows = ancestors[ups][:, rows]
+    meets = (up_rows[:, :, None] == ancestors[downs][:, cols][:, None, :]) & (up_rows != NO_TOKEN)[:, :, None]
+    return meets, (ups + downs).astype(numpy.int16)
+
+
+def tree_reach(ancestors: IntArray, rows: IntArray, cols: IntArray, threshold: int) -> BoolArray:
+    """[r, c] is True iff the tree distance of the tokens is <= threshold."""
+    meets, _ = _meeting_points(ancestors, rows, cols, threshold)
+    return meets.any(axis=0)
+
+
 def tree_distances(
     ancestors: IntArray, rows: IntArray, cols: IntArray, max_distance: int
 ) -> IntArray:
@@ -59,20 +76,11 @@ def tree_distances(
     ancestors must have at least max_distance + 1 rows (ancestor_table with
     depth >= max_distance).
     """
-    unreachable = max_distance + 1
-    distances = numpy.full((len(rows), len(cols)), unreachable, dtype=numpy.int16)
-    up_rows = ancestors[: max_distance + 1, rows]
-    up_cols = ancestors[: max_distance + 1, cols]
-    # Shorter paths first, so the first meeting point found for a pair is
-    # its lowest common ancestor.
-    for length in range(max_distance + 1):
-        for up in range(length + 1):
-            rows_up = up_rows[up]
-            meets = (rows_up[:, None] == up_cols[length - up][None, :]) & (
-                rows_up != NO_TOKEN
-            )[:, None]
-            distances[meets & (distances == unreachable)] = length
-    return distances
+    unreachable = numpy.int16(max_distance + 1)
+    meets, lengths = _meeting_points(ancestors, rows, cols, max_distance)
+    if meets.size == 0:
+        return numpy.full((len(rows), len(cols)), unreachable, dtype=numpy.int16)
+    return numpy.where(meets, lengths[:, None, None], unreachable).min(axis=0)
 
 
 def ancestor_or_self(heads: IntArray, rows: IntArray, cols: IntArray) -> BoolArray:

@@ -21,7 +21,7 @@ from spacy.attrs import IS_PUNCT
 from spacy.tokens import Doc, Span
 from spacy.util import registry
 
-from .dependency_tree import ancestor_or_self, ancestor_table, head_indices, tree_distances
+from .dependency_tree import ancestor_or_self, ancestor_table, head_indices, tree_distances, tree_reach
 from .errors import Errors
 
 DocLike = Union[Doc, Span]
@@ -95,22 +95,14 @@ class SyntaxMask:
         ancestors = ancestor_table(head_indices(doc), self.threshold)
         if not self.neighbours:
             rows = numpy.arange(start, end)
-            visible = tree_distances(ancestors, rows, rows, self.threshold) <= self.threshold
+            visible = tree_reach(ancestors, rows, rows, self.threshold)
             if self.punct_visible:
                 _show_punctuation(visible, doc, start, end)
             return visible
         # The rows of the span's outer neighbours are needed for the union.
         first_row = max(start - 1, 0)
         end_row = min(end + 1, len(doc))
-        reach = (
-            tree_distances(
-                ancestors,
-                numpy.arange(first_row, end_row),
-                numpy.arange(start, end),
-                self.threshold,
-            )
-            <= self.threshold
-        )
+        reach = tree_reach(ancestors, numpy.arange(first_row, end_row), numpy.arange(start, end), self.threshold)
         # Pad one all-False row on each side, standing for the neighbours that
         # are missing at the Doc's edges.
         padded = numpy.zeros((reach.shape[0] + 2, n_tokens), dtype=bool)

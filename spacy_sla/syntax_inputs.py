@@ -69,6 +69,10 @@ def expand_to_pieces(
     expanded = numpy.full((n_pieces, n_pieces), unanchored, dtype=token_values.dtype)
     if len(pieces) == 0:
         return expanded
+    if numpy.bincount(pieces, minlength=n_pieces).max() == 1:
+        # The usual case: no piece is shared, so each takes its token's values.
+        expanded[pieces[:, None], pieces[None, :]] = token_values[tokens[:, None], tokens[None, :]]
+        return expanded
     order = numpy.lexsort((tokens, pieces))
     pieces, tokens = pieces[order], tokens[order]
     starts = numpy.flatnonzero(numpy.r_[True, pieces[1:] != pieces[:-1]])

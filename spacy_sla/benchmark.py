@@ -1,0 +1,349 @@
+"""Side-by-side cost of SLA against plain attention, on the same parsed Docs
+and the same weights.
+
+For each input length and batch size, every repetition times each variant
+in turn (vanilla `transformer`, `sla_transformer` with the syntax mask, with
+the window mask), so that all variants see the same machine state; the
+first repetition is a warm-up and is dropped. Reported: medians with the
+spread (min-max) of words per second for prediction (the transformer
+component alone), for the whole pipeline (parser + transformer), for a
+training step (nlp.update of a listener textcat), the share of the SLA
+component's time spent building masks, and peak memory (RSS on the CPU,
+torch.cuda.max_memory_allocated on a GPU); the headline is each ratio
+SLA / vanilla.
+
+    python -m spacy sla benchmark --output metrics/benchmark.json
+    python -m spacy_sla.benchmark --help
+"""
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+import spacy
+import torch
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.training import Example
+from thinc.api import require_gpu
+
+from .converters import read_conllu
+from .layers.transformer_model import flatten_spans
+
+VARIANTS = ("vanilla", "sla", "window")
+MASKS = {
+    "sla": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_visible": True},
+    "window": {"@misc": "spacy-sla.window_mask.v1", "window": 3, "punct_visible": True},
+}
+DEFAULT_DATA = Path(__file__).parent.parent / "assets" / "ud_ewt_sample" / "en_ewt-ud-dev-sample.conllu"
+
+
+@dataclass
+class Setting:
+    words: int  # words per document, about
+    batch_size: int  # documents per batch
+
+
+def sentences_from(path: Path) -> List[str]:
+    """Sentence texts of a CoNLL-U file or a .spacy file."""
+    nlp = spacy.blank("en")
+    if path.suffix == ".spacy":
+        from spacy.tokens import DocBin
+
+        return [doc.text for doc in DocBin().from_disk(path).get_docs(nlp.vocab)]
+    return [doc.text for doc in read_conllu(path, nlp)]
+
+
+def documents_of_length(sentences: Sequence[str], words: int, n_docs: int) -> List[str]:
+    """n_docs texts of about `words` words: consecutive sentences joined until
+    the length is reached (cycling through the corpus), so that long inputs
+    hold several real sentences."""
+    texts: List[str] = []
+    position = 0
+    while len(texts) < n_docs:
+        parts: List[str] = []
+        n_words = 0
+        while n_words < words:
+            sentence = sentences[position % len(sentences)]
+            position += 1
+            parts.append(sentence)
+            n_words += len(sentence.split())
+        text = " ".join(parts)
+        texts.append(" ".join(text.split()[:words]) if words < 20 else text)
+    return texts
+
+
+PARSER_ONLY = ["ner", "lemmatizer", "attribute_ruler", "tagger"]
+
+
+def transformer_pipeline(variant: str, parser_name: str, model_name: str, seed: int = 0) -> Language:
+    """The parser's pipeline plus a transformer component of the variant and
+    a textcat listening to it (for training steps)."""
+    torch.manual_seed(seed)
+    nlp = spacy.load(parser_name, exclude=PARSER_ONLY)
+    if variant == "vanilla":
+        nlp.add_pipe("transformer", config={"model": {"name": model_name}})
+    else:
+        nlp.add_pipe("sla_transformer", name="transformer", config={"model": {"name": model_name, "mask": MASKS[variant]}})
+    nlp.add_pipe(
+        "textcat",
+        config={
+            "model": {
+                "@architectures": "spacy.TextCatReduce.v1",
+                "exclusive_classes": True,
+                "use_reduce_first": False,
+                "use_reduce_last": False,
+                "use_reduce_max": False,
+                "use_reduce_mean": True,
+                "nO": None,
+                "tok2vec": {
+                    "@architectures": "spacy-transformers.TransformerListener.v1",
+                    "grad_factor": 1.0,
+                    "pooling": {"@layers": "reduce_mean.v1"},
+                    "upstream": "*",
+                },
+            }
+        },
+    )
+    return nlp
+
+
+def _initialize(nlp: Language, examples: List[Example]):
+    """Initialize the new components only (the sourced parser is trained),
+    and return an optimizer."""
+    nlp.get_pipe("transformer").initialize(lambda: examples, nlp=nlp)
+    nlp.get_pipe("textcat").initialize(lambda: examples, nlp=nlp, labels=["A", "B"])
+    return nlp.create_optimizer()
+
+
+def _examples(docs: List[Doc]) -> List[Example]:
+    examples = []
+    for i, doc in enumerate(docs):
+        reference = doc.copy()
+        reference.cats = {"A": float(i % 2), "B": float(1 - i % 2)}
+        examples.append(Example(doc, reference))
+    return examples
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _synchronize() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _timed(function: Callable[[], Any]) -> float:
+    _synchronize()
+    start = time.perf_counter()
+    function()
+    _synchronize()
+    return time.perf_counter() - start
+
+
+class MaskTimer:
+    """Wraps an SLA model's syntax_inputs to add up the time spent building
+    masks (tokenization excluded) during the timed calls."""
+
+    def __init__(self, model):
+        self.model = model
+        self.seconds = 0.0
+        self._original = model.syntax_inputs
+
+    def __enter__(self) -> "MaskTimer":
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            result = self._original(*args, **kwargs)
+            self.seconds += time.perf_counter() - start
+            return result
+
+        self.model.syntax_inputs = timed
+        return self
+
+    def __exit__(self, *exc) -> None:
+        del self.model.syntax_inputs
+
+
+def measure_setting(
+    pipelines: Dict[str, Language],
+    parser: Language,
+    texts: List[str],
+    batch_size: int,
+    repeats: int,
+    train: bool,
+) -> Dict[str, Any]:
+    """Interleaved timings of every variant on the same parsed Docs."""
+    parse_seconds = _timed(lambda: list(parser.pipe(texts, batch_size=batch_size)))
+    docs = list(parser.pipe(texts, batch_size=batch_size))
+    n_words = sum(len(doc) for doc in docs)
+    samples: Dict[str, Dict[str, List[float]]] = {v: {"predict": [], "pipeline": [], "train": [], "mask": []} for v in pipelines}
+    optimizers = {v: _initialize(nlp, _examples(docs[:batch_size])) for v, nlp in pipelines.items()} if train else {}
+    for repeat in range(repeats + 1):  # repetition 0 warms up
+        for variant, nlp in pipelines.items():
+            pipe = nlp.get_pipe("transformer")
+            copies = [doc.copy() for doc in docs]
+            is_sla = variant != "vanilla"
+            timer = MaskTimer(pipe.model) if is_sla else None
+            if timer:
+                timer.__enter__()
+            predict = _timed(lambda: list(pipe.pipe(copies, batch_size=batch_size)))
+            if timer:
+                timer.__exit__()
+            with nlp.select_pipes(enable=["parser", "transformer"]):
+                whole = _timed(lambda: list(nlp.pipe(texts, batch_size=batch_size)))
+            if train:
+                batch_examples = _examples(docs[:batch_size])
+                with nlp.select_pipes(enable=["transformer", "textcat"]):
+                    step = _timed(lambda: nlp.update(batch_examples, sgd=optimizers[variant]))
+            if repeat == 0:
+                continue
+            samples[variant]["predict"].append(n_words / predict)
+            samples[variant]["pipeline"].append(n_words / whole)
+            if train:
+                samples[variant]["train"].append(sum(len(eg.predicted) for eg in batch_examples) / step)
+            if timer:
+                samples[variant]["mask"].append(timer.seconds / predict)
+    return {
+        "n_docs": len(docs),
+        "n_words": n_words,
+        "parser_words_per_second": n_words / parse_seconds,
+        "variants": {v: {k: _summary(values) for k, values in s.items() if values} for v, s in samples.items()},
+    }
+
+
+def _summary(values: List[float]) -> Dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def peak_memory(variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int) -> float:
+    """Peak memory of predicting and training once, in MiB, in a fresh
+    process (so that the variants do not share a high-water mark)."""
+    code = (
+        "import json, sys; from spacy_sla.benchmark import memory_probe; "
+        "print(memory_probe(*json.load(sys.stdin)))"
+    )
+    arguments = [variant, model_name, parser_name, texts, batch_size, gpu_id]
+    result = subprocess.run([sys.executable, "-c", code], input=json.dumps(arguments), capture_output=True, text=True, check=True)
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+def machine_description(gpu_id: int) -> str:
+    import os
+
+    cpu = platform.processor() or platform.machine()
+    text = f"{platform.system()} {platform.machine()} {cpu}, {os.cpu_count()} CPU cores, torch {torch.__version__} with {torch.get_num_threads()} threads"
+    if gpu_id >= 0:
+        text += f", GPU {torch.cuda.get_device_name(gpu_id)}"
+    return text
+
+
+def run_benchmark(
+    model_name: str,
+    parser_name: str,
+    data: Path = DEFAULT_DATA,
+    lengths: Sequence[int] = (10, 25, 40, 120, 400),
+    batch_sizes: Sequence[int] = (8, 32),
+    repeats: int = 3,
+    train: bool = True,
+    memory: bool = True,
+    gpu_id: int = -1,
+    n_batches: int = 2,
+) -> Dict[str, Any]:
+    if gpu_id >= 0:
+        require_gpu(gpu_id)
+    parser = spacy.load(parser_name, exclude=PARSER_ONLY)
+    sentences = sentences_from(data)
+    pipelines = {variant: transformer_pipeline(variant, parser_name, model_name) for variant in VARIANTS}
+    results = []
+    for words in lengths:
+        for batch_size in batch_sizes:
+            texts = documents_of_length(sentences, words, batch_size * n_batches)
+            print(f"Measuring {len(texts)} documents of ~{words} words, batch size {batch_size} ...", flush=True)
+            result = measure_setting(pipelines, parser, texts, batch_size, repeats, train)
+            result.update({"words": words, "batch_size": batch_size})
+            if memory:
+                result["peak_memory_mib"] = {
+                    v: peak_memory(v, model_name, parser_name, texts, batch_size, gpu_id) for v in VARIANTS
+                }
+            results.append(result)
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": machine_description(gpu_id),
+        "model": model_name,
+        "parser": parser_name,
+        "data": str(data),
+        "repeats": repeats,
+        "settings": results,
+    }
+
+
+def ratio_rows(report: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """SLA / vanilla cost ratios per setting (time ratios are inverse
+    throughput ratios: above 1 means SLA is slower)."""
+    rows = []
+    for setting in report["settings"]:
+        variants = setting["variants"]
+        row: Dict[str, Any] = {"words": setting["words"], "batch_size": setting["batch_size"]}
+        for kind in ("predict", "pipeline", "train"):
+            if kind in variants["vanilla"]:
+                for variant in ("sla", "window"):
+                    row[f"{variant}_{kind}_time_ratio"] = variants["vanilla"][kind]["median"] / variants[variant][kind]["median"]
+        row["sla_mask_share"] = variants["sla"]["mask"]["median"]
+        if "peak_memory_mib" in setting:
+            memory = setting["peak_memory_mib"]
+            row["sla_memory_ratio"] = memory["sla"] / memory["vanilla"]
+        rows.append(row)
+    return rows
+
+
+def format_table(report: Dict[str, Any]) -> str:
+    header = "| words | batch | vanilla predict w/s | SLA predict w/s | SLA/vanilla predict | window/vanilla predict | SLA/vanilla pipeline | SLA/vanilla train step | mask share | SLA/vanilla peak memory |"
+    lines = [header, "|---" * (header.count("|") - 1) + "|"]
+    for setting, row in zip(report["settings"], ratio_rows(report)):
+        v = setting["variants"]
+        spread = lambda s: f"{s['median']:.0f} ({s['min']:.0f}-{s['max']:.0f})"  # noqa: E731
+        lines.append(
+            f"| {row['words']} | {row['batch_size']} | {spread(v['vanilla']['predict'])} | {spread(v['sla']['predict'])} "
+            f"| {row['sla_predict_time_ratio']:.3f} | {row['window_predict_time_ratio']:.3f} | {row['sla_pipeline_time_ratio']:.3f} "
+            f"| {row.get('sla_train_time_ratio', float('nan')):.3f} | {100 * row['sla_mask_share']:.1f}% "
+            f"| {row.get('sla_memory_ratio', float('nan')):.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def peak_memory_in_this_process(gpu_id: int) -> float:
+    """MiB: the CUDA high-water mark on a GPU, the peak RSS on the CPU."""
+    if gpu_id >= 0:
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def memory_probe(variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int) -> float:
+    """Predict on all texts and take one training step, then report the peak."""
+    if gpu_id >= 0:
+        require_gpu(gpu_id)
+    parser = spacy.load(parser_name, exclude=PARSER_ONLY)
+    nlp = transformer_pipeline(variant, parser_name, model_name)
+    docs = list(parser.pipe(texts, batch_size=batch_size))
+    optimizer = _initialize(nlp, _examples(docs[:batch_size]))
+    if gpu_id >= 0:
+        torch.cuda.reset_peak_memory_stats()
+    list(nlp.get_pipe("transformer").pipe([doc.copy() for doc in docs], batch_size=batch_size))
+    with nlp.select_pipes(enable=["transformer", "textcat"]):
+        nlp.update(_examples(docs[:batch_size]), sgd=optimizer)
+    return peak_memory_in_this_process(gpu_id)
+
+
+if __name__ == "__main__":
+    from .cli.benchmark import benchmark_cli
+    import typer
+
+    typer.run(benchmark_cli)

@@ -1,0 +1,47 @@
+"""`python -m spacy sla benchmark`: SLA vs plain attention, side by side."""
+import json
+from pathlib import Path
+
+from spacy.cli._util import Arg, Opt  # noqa: F401
+from wasabi import msg
+
+from ..benchmark import DEFAULT_DATA, format_table, ratio_rows, run_benchmark
+from ._app import sla_cli
+
+
+@sla_cli.command("benchmark")
+def benchmark_cli(
+    model: str = Opt("training/minilm", "--model", help="Hugging Face model name or local directory"),
+    parser: str = Opt("en_core_web_sm", "--parser", help="The spaCy pipeline whose parser runs first"),
+    data: Path = Opt(DEFAULT_DATA, "--data", help="CoNLL-U or .spacy file with the sentences"),
+    lengths: str = Opt("10,25,40,120,400", "--lengths", help="Words per document, comma-separated"),
+    batch_sizes: str = Opt("8,32", "--batch-sizes", help="Documents per batch, comma-separated"),
+    repeats: int = Opt(3, "--repeats", help="Timed repetitions (after one warm-up)"),
+    train: bool = Opt(True, "--train/--no-train", help="Also time training steps"),
+    memory: bool = Opt(True, "--memory/--no-memory", help="Also measure peak memory (a process per variant)"),
+    gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
+    output: Path = Opt(Path("metrics/benchmark.json"), "--output", help="Where to write the JSON report"),
+):
+    """Throughput of the transformer component, the whole pipeline and a
+    training step for vanilla, SLA and window attention on the same parsed
+    Docs, the share of mask building, peak memory, and the SLA / vanilla
+    ratios, per input length and batch size."""
+    report = run_benchmark(
+        model,
+        parser,
+        data,
+        [int(x) for x in lengths.split(",")],
+        [int(x) for x in batch_sizes.split(",")],
+        repeats,
+        train,
+        memory,
+        gpu_id,
+    )
+    report["ratios"] = ratio_rows(report)
+    table = format_table(report)
+    report["table"] = table
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2), encoding="utf8")
+    print(f"\n{report['date']}, {report['machine']}\nmodel {model}, parser {parser}\n")
+    print(table)
+    msg.good(f"Wrote {output}")
