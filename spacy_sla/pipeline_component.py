@@ -100,9 +100,34 @@ class SLATransformer(Transformer):
         store_gates: bool = False,
     ):
         super().__init__(vocab, model, set_extra_annotations, name=name, max_batch_items=max_batch_items)
-        self.cfg["store_gates"] = store_gates
-        self.model.attrs["record_gates"] = store_gates
+        self.store_gates = store_gates
         install_gate_extension()
+
+    @property
+    def store_gates(self) -> bool:
+        """Whether prediction stores doc._.sla_gates (a runtime setting)."""
+        return self._store_gates
+
+    @store_gates.setter
+    def store_gates(self, value: bool) -> None:
+        self._store_gates = bool(value)
+        self._apply_store_gates()
+
+    def _apply_store_gates(self) -> None:
+        # The factory's (or the setter's) value wins over the saved one, so
+        # that spacy.load(..., config={...: {"store_gates": True}}) works.
+        self.cfg["store_gates"] = self._store_gates
+        self.model.attrs["record_gates"] = self._store_gates
+
+    def from_disk(self, path, *, exclude=tuple()) -> "SLATransformer":
+        super().from_disk(path, exclude=exclude)
+        self._apply_store_gates()
+        return self
+
+    def from_bytes(self, bytes_data, *, exclude=tuple()) -> "SLATransformer":
+        super().from_bytes(bytes_data, exclude=exclude)
+        self._apply_store_gates()
+        return self
 
     def set_annotations(self, docs: Iterable[Doc], predictions: FullTransformerBatch) -> None:
         """doc._.trf_data as spacy-transformers sets it, and with

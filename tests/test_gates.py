@@ -59,3 +59,14 @@ def test_unparsed_docs_still_get_gates_under_the_global_policy(tiny_bert):
     with pytest.warns(UserWarning, match="W001"):
         doc = nlp("no parse here")
     assert doc._.sla_gates.shape == (2, 3) and ((doc._.sla_gates > 0) & (doc._.sla_gates < 1)).all()
+
+
+def test_gate_storage_can_be_switched_on_when_loading(tiny_bert, tmp_path):
+    nlp = gate_nlp(tiny_bert, False)
+    nlp.to_disk(tmp_path / "pipeline")
+    on = spacy.load(tmp_path / "pipeline", config={"components": {"sla_transformer": {"store_gates": True}}})
+    assert on(the_cat_sat(on.vocab))._.sla_gates.shape == (2, 7)
+    off = spacy.load(tmp_path / "pipeline")
+    assert off(the_cat_sat(off.vocab))._.sla_gates is None
+    restored = spacy.blank("en").from_config(on.config).from_bytes(nlp.to_bytes())
+    assert restored(the_cat_sat(restored.vocab))._.sla_gates.shape == (2, 7)

@@ -1,0 +1,170 @@
+"""`python -m spacy sla gates|mask|info`: see what SLA does in a trained
+pipeline. The logic lives in spacy_sla.inspection; these commands load the
+pipelines, print and write files."""
+import json
+import sys
+from itertools import islice
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import spacy
+from spacy import displacy
+from spacy.cli._util import Arg, Opt
+from spacy.language import Language
+from spacy.tokens import DocBin
+from tqdm import tqdm
+from wasabi import msg
+
+from ..inspection import (
+    GateStatistics,
+    InspectionError,
+    gate_report,
+    gate_statistics,
+    mask_html,
+    parse,
+    plot_gate_statistics,
+    plot_masks,
+    process_corpus,
+    require_matplotlib,
+    select_gate_component,
+    select_sla_model,
+    sla_info,
+    token_mask,
+    wordpiece_masks,
+)
+from ._app import sla_cli
+
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+COMPONENT_HELP = "The SLA component to use; needed only when a pipeline has several"
+
+
+def _load(model: str) -> Language:
+    """spacy.load, with a one-line message instead of a traceback for a wrong
+    name or path."""
+    try:
+        return spacy.load(model)
+    except OSError as error:
+        msg.fail(f"Could not load the pipeline '{model}'", str(error), exits=1)
+
+
+def _fail(error: InspectionError, model: str) -> None:
+    """Exit with the error's message, which says what to do."""
+    msg.fail(f"{model}: {error}", exits=1)
+
+
+@sla_cli.command("gates")
+def gates_cli(
+    model: str = Arg(..., help="A pipeline directory or package with an sla_transformer component"),
+    data_path: Path = Arg(..., help="A .spacy file (DocBin) with the documents to run", exists=True, dir_okay=False),
+    output: Path = Opt(..., "--output", "-o", help="The figure to write (.png, .pdf or .svg); the numbers go beside it as .json"),
+    compare: Optional[str] = Opt(None, "--compare", "-c", help="A second pipeline drawn beside MODEL, e.g. one with window attention"),
+    component: Optional[str] = Opt(None, "--component", help=COMPONENT_HELP),
+    limit: Optional[int] = Opt(None, "--limit", help="Use only the first N documents", min=1),
+    batch_size: int = Opt(32, "--batch-size", "-b", help="Documents per nlp.pipe batch", min=1),
+):
+    """How much the gates of each SLA layer weigh the local branch: mean and
+    standard deviation of g over all tokens of DATA_PATH, per layer, for MODEL
+    (and --compare). A pipeline with a parser parses the texts itself; one
+    without (trained on gold trees) uses the parse stored in the Docs.
+    Writes one figure to --output and the numbers to the same stem with .json."""
+    if output.suffix not in FIGURE_SUFFIXES:
+        msg.fail(f"--output must end in {', '.join(FIGURE_SUFFIXES)}; got '{output.name}'", exits=1)
+    try:
+        require_matplotlib()
+    except InspectionError as error:
+        _fail(error, model)
+    doc_bin = DocBin().from_disk(data_path)
+    n_docs = len(doc_bin) if limit is None else min(limit, len(doc_bin))
+    statistics: Dict[str, GateStatistics] = {}
+    for label in [model] if compare is None else [model, compare]:
+        nlp = _load(label)
+        try:
+            name = select_gate_component(nlp, component)
+            pipe = nlp.get_pipe(name)
+            pipe.store_gates = True
+            docs = list(islice(doc_bin.get_docs(nlp.vocab), n_docs))
+            processed = tqdm(
+                process_corpus(nlp, docs, name, batch_size),
+                total=len(docs),
+                desc=label,
+                unit="doc",
+                disable=not sys.stderr.isatty(),
+                leave=False,
+            )
+            stats = gate_statistics(processed, pipe.model.transformer.sla_layers, name)
+        except InspectionError as error:
+            _fail(error, label)
+        key = label if label not in statistics else f"{label} (--compare)"
+        statistics[key] = stats
+        for layer, mean, std, n in zip(stats.layers, stats.mean, stats.std, stats.n_tokens):
+            shown = "no tokens" if mean is None else f"{mean:.3f} ± {std:.3f} over {n} tokens"
+            msg.text(f"{key}: layer {layer}: {shown}")
+    plot_gate_statistics(statistics, output)
+    json_path = output.with_suffix(".json")
+    json_path.write_text(json.dumps(gate_report(data_path, n_docs, statistics), indent=2), encoding="utf8")
+    msg.good(f"Wrote {output} and {json_path}")
+
+
+@sla_cli.command("mask")
+def mask_cli(
+    model: str = Arg(..., help="A pipeline directory or package with a parser and an SLA transformer"),
+    text: str = Arg(..., help="The text to parse and draw"),
+    output: Path = Opt(..., "--output", "-o", help=".png: a heatmap, plus the displaCy parse as .svg beside it; .html: one self-contained page with both"),
+    wordpieces: bool = Opt(False, "--wordpieces", help="Draw the wordpiece-level matrices the model uses (one per transformer span) instead of the token-level mask"),
+    component: Optional[str] = Opt(None, "--component", help=COMPONENT_HELP),
+):
+    """Draw the local attention mask of one text (rows: query, columns: key)
+    beside its dependency parse, from the components that run before the SLA
+    transformer. Distance variants (soft tree-distance bias,
+    soft threshold) show their distance buckets on a colour scale."""
+    if output.suffix not in (".png", ".html"):
+        msg.fail(f"--output must end in .png or .html; got '{output.name}'", exits=1)
+    try:
+        if output.suffix == ".png":
+            require_matplotlib()
+    except InspectionError as error:
+        _fail(error, model)
+    nlp = _load(model)
+    try:
+        location = select_sla_model(nlp, component)
+        doc = parse(nlp, text, location.component)
+        views = wordpiece_masks(doc, location.model) if wordpieces else [token_mask(doc, location.model)]
+    except InspectionError as error:
+        _fail(error, model)
+    svg = displacy.render(doc, style="dep", jupyter=False)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if output.suffix == ".html":
+        output.write_text(mask_html(text, svg, views), encoding="utf8")
+        msg.good(f"Wrote {output}")
+    else:
+        plot_masks(views, output)
+        svg_path = output.with_suffix(".svg")
+        svg_path.write_text(svg, encoding="utf8")
+        msg.good(f"Wrote {output} and {svg_path}")
+
+
+def _shown(value: Any) -> str:
+    """Lists and config blocks as compact JSON, so a table row stays one line."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
+
+
+@sla_cli.command("info")
+def info_cli(
+    model: str = Arg(..., help="A pipeline directory or package"),
+    as_json: bool = Opt(False, "--json", help="Print JSON instead of tables"),
+):
+    """Where a pipeline uses syntax-aware attention and how: per component,
+    the architecture, mask builder, SG-Net and LISA settings, the SLA layers,
+    the transformer, and the parameters SLA adds."""
+    nlp = _load(model)
+    components = sla_info(nlp)
+    if not components:
+        msg.fail(f"{model}: no component carries syntax-aware attention (components: {', '.join(nlp.pipe_names)})", exits=1)
+    if as_json:
+        print(json.dumps({"model": model, "components": components}, indent=2))
+        return
+    for info in components:
+        rows = [(key, _shown(value)) for key, value in info.items() if key != "component"]
+        msg.table(rows, title=f"{info['component']} ({info['config_path']})", divider=True)
