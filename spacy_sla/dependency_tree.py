@@ -11,7 +11,10 @@ where up(t, u) is the u-th ancestor of t. With the ancestor table of a Doc
 are a few vectorised comparisons, with no per-token graph search and no
 n_doc x n_doc matrix.
 """
-from typing import Union
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Dict, Iterator, Optional, Tuple, Union
 
 import numpy
 from spacy.attrs import HEAD
@@ -34,6 +37,17 @@ def head_indices(doclike: Union[Doc, Span]) -> IntArray:
     heads = numpy.arange(len(doc), dtype=numpy.int64) + relative
     heads[relative == 0] = NO_TOKEN
     return heads
+
+
+def tree_roots(heads: IntArray) -> IntArray:
+    """The root of every token's tree (one tree per sentence), by pointer
+    jumping: O(n log depth), vectorised."""
+    roots = numpy.where(heads == NO_TOKEN, numpy.arange(heads.shape[0]), heads)
+    while True:
+        jumped = roots[roots]
+        if numpy.array_equal(jumped, roots):
+            return roots
+        roots = jumped
 
 
 def ancestor_table(heads: IntArray, depth: int) -> IntArray:
@@ -83,10 +97,9 @@ def tree_distances(
     return numpy.where(meets, lengths[:, None, None], unreachable).min(axis=0)
 
 
-def ancestor_or_self(heads: IntArray, rows: IntArray, cols: IntArray) -> BoolArray:
+def ancestor_or_self(ancestors: IntArray, rows: IntArray, cols: IntArray) -> BoolArray:
     """[r, c] is True iff column token c is row token r or one of r's
-    ancestors (the SG-Net mask)."""
-    ancestors = ancestor_table(heads, tree_depth(heads))
+    ancestors (the SG-Net mask), given the full-depth ancestor table."""
     return (ancestors[:, rows][:, :, None] == cols[None, None, :]).any(axis=0)
 
 
@@ -102,3 +115,73 @@ def tree_depth(heads: IntArray) -> int:
         if current.size == 0:
             return depth
     raise ValueError("The head indices contain a cycle.")
+
+
+@dataclass
+class DocTrees:
+    """What the mask builders need of a Doc's parse, computed once."""
+
+    heads: IntArray
+    roots: IntArray
+    ancestors: IntArray  # ancestor_table(heads, depth)
+
+    @property
+    def depth(self) -> int:
+        return self.ancestors.shape[0] - 1
+
+
+_BATCH_TREES: ContextVar[Optional[Dict[Tuple[int, int], DocTrees]]] = ContextVar("sla_batch_trees", default=None)
+
+
+@contextmanager
+def shared_doc_trees() -> Iterator[None]:
+    """Within the block, doc_trees computes each Doc's trees once, however
+    many spans and builders ask (the Docs stay alive for the whole block, so
+    their ids cannot be reused)."""
+    token = _BATCH_TREES.set({})
+    try:
+        yield
+    finally:
+        _BATCH_TREES.reset(token)
+
+
+def doc_trees(doc: Doc, depth: Optional[int]) -> DocTrees:
+    """The Doc's heads, roots and ancestor table up to `depth` steps (None:
+    the whole depth of its trees)."""
+    cache = _BATCH_TREES.get()
+    key = (id(doc), depth)
+    if cache is not None and key in cache:
+        return cache[key]
+    heads = head_indices(doc)
+    trees = DocTrees(heads, tree_roots(heads), ancestor_table(heads, tree_depth(heads) if depth is None else depth))
+    if cache is not None:
+        cache[key] = trees
+    return trees
+
+
+def per_tree(roots: IntArray, rows: IntArray, cols: IntArray) -> Iterator[Tuple[IntArray, IntArray]]:
+    """Positions in rows and in cols of the tokens of each tree that both
+    contain: distances are only ever computed within a sentence."""
+    row_roots, col_roots = roots[rows], roots[cols]
+    for root in numpy.intersect1d(row_roots, col_roots):
+        yield numpy.flatnonzero(row_roots == root), numpy.flatnonzero(col_roots == root)
+
+
+def blockwise_reach(trees: DocTrees, rows: IntArray, cols: IntArray, threshold: int) -> BoolArray:
+    """tree_reach, computed per sentence."""
+    reach = numpy.zeros((len(rows), len(cols)), dtype=bool)
+    for row_positions, col_positions in per_tree(trees.roots, rows, cols):
+        reach[numpy.ix_(row_positions, col_positions)] = tree_reach(
+            trees.ancestors, rows[row_positions], cols[col_positions], threshold
+        )
+    return reach
+
+
+def blockwise_distances(trees: DocTrees, rows: IntArray, cols: IntArray, max_distance: int) -> IntArray:
+    """tree_distances, computed per sentence."""
+    distances = numpy.full((len(rows), len(cols)), max_distance + 1, dtype=numpy.int16)
+    for row_positions, col_positions in per_tree(trees.roots, rows, cols):
+        distances[numpy.ix_(row_positions, col_positions)] = tree_distances(
+            trees.ancestors, rows[row_positions], cols[col_positions], max_distance
+        )
+    return distances

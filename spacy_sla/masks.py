@@ -21,7 +21,12 @@ from spacy.attrs import IS_PUNCT
 from spacy.tokens import Doc, Span
 from spacy.util import registry
 
-from .dependency_tree import ancestor_or_self, ancestor_table, head_indices, tree_distances, tree_reach
+from .dependency_tree import (
+    ancestor_or_self,
+    blockwise_distances,
+    blockwise_reach,
+    doc_trees,
+)
 from .errors import Errors
 
 DocLike = Union[Doc, Span]
@@ -92,17 +97,17 @@ class SyntaxMask:
         if n_tokens == 0:
             return numpy.zeros((0, 0), dtype=bool)
         _check_parse(doc, self)
-        ancestors = ancestor_table(head_indices(doc), self.threshold)
+        trees = doc_trees(doc, self.threshold)
         if not self.neighbours:
             rows = numpy.arange(start, end)
-            visible = tree_reach(ancestors, rows, rows, self.threshold)
+            visible = blockwise_reach(trees, rows, rows, self.threshold)
             if self.punct_visible:
                 _show_punctuation(visible, doc, start, end)
             return visible
         # The rows of the span's outer neighbours are needed for the union.
         first_row = max(start - 1, 0)
         end_row = min(end + 1, len(doc))
-        reach = tree_reach(ancestors, numpy.arange(first_row, end_row), numpy.arange(start, end), self.threshold)
+        reach = blockwise_reach(trees, numpy.arange(first_row, end_row), numpy.arange(start, end), self.threshold)
         # Pad one all-False row on each side, standing for the neighbours that
         # are missing at the Doc's edges.
         padded = numpy.zeros((reach.shape[0] + 2, n_tokens), dtype=bool)
@@ -156,7 +161,7 @@ class AncestorMask:
             return numpy.zeros((0, 0), dtype=bool)
         _check_parse(doc, self)
         tokens = numpy.arange(start, end)
-        return ancestor_or_self(head_indices(doc), tokens, tokens)
+        return ancestor_or_self(doc_trees(doc, None).ancestors, tokens, tokens)
 
 
 class TreeDistanceBuckets:
@@ -192,8 +197,7 @@ class TreeDistanceBuckets:
             return numpy.zeros((0, 0), dtype=numpy.int16)
         _check_parse(doc, self)
         tokens = numpy.arange(start, end)
-        ancestors = ancestor_table(head_indices(doc), self.max_distance)
-        return tree_distances(ancestors, tokens, tokens, self.max_distance)
+        return blockwise_distances(doc_trees(doc, self.max_distance), tokens, tokens, self.max_distance)
 
 
 class SoftThreshold(TreeDistanceBuckets):

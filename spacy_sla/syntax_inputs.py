@@ -13,7 +13,7 @@ from spacy.tokens import Span
 from thinc.types import Ragged
 
 from .data_classes import IGNORED_TARGET, SyntaxInputs
-from .dependency_tree import NO_TOKEN, head_indices
+from .dependency_tree import NO_TOKEN, doc_trees, shared_doc_trees
 from .errors import Errors, Warnings
 from .masks import MaskBuilder, MissingParseError, builder_kind
 
@@ -117,7 +117,7 @@ def parent_pieces(span: Span, pairs: PiecePairs, n_pieces: int) -> numpy.ndarray
     order = numpy.lexsort((pieces, tokens))
     starts = numpy.flatnonzero(numpy.r_[True, tokens[order][1:] != tokens[order][:-1]])
     first_piece[tokens[order][starts]] = pieces[order][starts]
-    heads = head_indices(span)[span.start : span.end]
+    heads = doc_trees(span.doc, 0).heads[span.start : span.end]
     heads = numpy.where(heads == NO_TOKEN, numpy.arange(span.start, span.end), heads) - span.start
     tokens_with_piece = numpy.flatnonzero(first_piece >= 0)
     token_heads = heads[tokens_with_piece]
@@ -198,6 +198,20 @@ def build_syntax_inputs(
     guide: SG-Net's mask builder, or None.
     parents: whether to compute LISA's parent targets.
     """
+    with shared_doc_trees():
+        return _build(spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse)
+
+
+def _build(
+    spans: Sequence[Span],
+    align: Ragged,
+    lengths: List[int],
+    n_pieces: int,
+    local: Optional[MaskBuilder],
+    guide: Optional[MaskBuilder],
+    parents: bool,
+    on_missing_parse: str,
+) -> SyntaxInputs:
     policy = _MissingParsePolicy(on_missing_parse)
     pairs = span_piece_pairs(spans, align, n_pieces) if spans else []
     n_spans = len(spans)

@@ -166,10 +166,9 @@ class SyntaxAwareAttention(nn.Module):
         gate = self.gate_values(hidden_states)
         if self.slot.record_gates:
             self.slot.gates.append(gate[..., 0].detach().float())
-        mixed = gate * self.merge_heads(local_context) + (1 - gate) * self.merge_heads(
-            global_context
-        )
-        return mixed, None
+        # g * local + (1 - g) * global in one fused op, before merging heads
+        mixed = torch.lerp(global_context, local_context, gate[:, None].to(global_context.dtype))
+        return self.merge_heads(mixed), None
 
     def parent_loss(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
         """Cross-entropy of the supervised head's attention distribution
