@@ -255,7 +255,7 @@ def run_benchmark(
     train: bool = True,
     memory: bool = True,
     gpu_id: int = -1,
-    n_batches: int = 2,
+    n_batches: int = 1,
 ) -> Dict[str, Any]:
     if gpu_id >= 0:
         require_gpu(gpu_id)

@@ -163,6 +163,11 @@ def per_tree(roots: IntArray, rows: IntArray, cols: IntArray) -> Iterator[Tuple[
     """Positions in rows and in cols of the tokens of each tree that both
     contain: distances are only ever computed within a sentence."""
     row_roots, col_roots = roots[rows], roots[cols]
+    first = row_roots[0] if len(row_roots) else None
+    if first is not None and (row_roots == first).all() and (col_roots == first).all():
+        # one sentence: the usual case for short inputs
+        yield numpy.arange(len(rows)), numpy.arange(len(cols))
+        return
     for root in numpy.intersect1d(row_roots, col_roots):
         yield numpy.flatnonzero(row_roots == root), numpy.flatnonzero(col_roots == root)
 

@@ -221,3 +221,27 @@ def test_gradients_reach_the_gates_and_the_encoder():
     gates = [m.gate.weight.grad for m in sla.sla_modules()]
     assert all(g is not None and g.abs().sum() > 0 for g in gates)
     assert sla.transformer.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("local", ["mask", "bias", "none"])
+@pytest.mark.parametrize("output_attentions", [False, True])
+def test_the_fused_and_the_shared_exponent_paths_agree(local, output_attentions, monkeypatch):
+    """CUDA uses two fused SDPA calls, the CPU one score matrix with a shared
+    exponent; both compute the same attention (forced here on the CPU)."""
+    from spacy_sla.layers.local_bias import DistanceBucketBias
+
+    model = tiny_encoder("bert")
+    bias = (lambda n_heads: DistanceBucketBias(n_heads, 5)) if local == "bias" else None
+    sla = SyntaxAwareTransformer(model, local_bias=bias).eval()
+    if local == "bias":
+        for module in sla.sla_modules():
+            torch.nn.init.normal_(module.local_bias.bias, std=2.0)
+    input_ids, attention_mask = batch_inputs()
+    inputs = {"mask": {"local_mask": random_local_mask()}, "bias": {"local_buckets": torch.randint(0, 5, (2, 9, 9))}, "none": {}}[local]
+    outputs = {}
+    for fused in (True, False):
+        monkeypatch.setattr(SyntaxAwareAttention, "use_fused_attention", fused)
+        with torch.no_grad():
+            outputs[fused] = sla(input_ids, attention_mask, **inputs).last_hidden_state
+    real = attention_mask.bool()[..., None]
+    assert torch.allclose(outputs[True] * real, outputs[False] * real, atol=1e-5)

@@ -181,3 +181,14 @@ def test_a_token_level_listener_trains_too(tiny_bert):
     losses = train_steps(nlp, examples, 30)
     assert losses[-1]["tagger"] < losses[0]["tagger"] / 2
     assert [t.tag_ for t in nlp(the_cat_sat(nlp.vocab))] == ["c", "c", "i", "c", "c", "i", "c"]
+
+
+@pytest.mark.parametrize("family", ["tiny_distilbert", "tiny_electra"])
+def test_other_families_load_by_path_and_match_the_plain_component(family, request):
+    path = request.getfixturevalue(family)
+    sla = sla_nlp(path, mask={"@misc": "spacy-sla.window_mask.v1", "window": 1000, "punct_visible": False})
+    plain = plain_nlp(path)
+    doc = the_cat_sat(sla.vocab)
+    numpy.testing.assert_allclose(trf_output(sla(doc)), trf_output(plain(plain.make_doc(doc.text))), atol=2e-5)
+    hide_most = sla_nlp(path, **HIDE_MOST)
+    assert numpy.abs(trf_output(hide_most(the_cat_sat(hide_most.vocab))) - trf_output(plain(plain.make_doc(doc.text)))).max() > 1e-3

@@ -16,7 +16,8 @@ def benchmark_cli(
     data: Path = Opt(DEFAULT_DATA, "--data", help="CoNLL-U or .spacy file with the sentences"),
     lengths: str = Opt("10,25,40,120,400", "--lengths", help="Words per document, comma-separated"),
     batch_sizes: str = Opt("8,32", "--batch-sizes", help="Documents per batch, comma-separated"),
-    repeats: int = Opt(3, "--repeats", help="Timed repetitions (after one warm-up)"),
+    repeats: int = Opt(5, "--repeats", help="Timed repetitions (after one warm-up)"),
+    n_batches: int = Opt(1, "--n-batches", help="Batches per prediction measurement"),
     train: bool = Opt(True, "--train/--no-train", help="Also time training steps"),
     memory: bool = Opt(True, "--memory/--no-memory", help="Also measure peak memory (a process per variant)"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
@@ -36,6 +37,7 @@ def benchmark_cli(
         train,
         memory,
         gpu_id,
+        n_batches,
     )
     report["ratios"] = ratio_rows(report)
     table = format_table(report)

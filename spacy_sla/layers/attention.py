@@ -84,6 +84,9 @@ class SyntaxAwareAttention(nn.Module):
     supervised_head: the head trained to attend to syntactic parents, or None.
     """
 
+    # None: fused SDPA kernels on CUDA, the shared-exponent path elsewhere.
+    use_fused_attention: Optional[bool] = None
+
     def __init__(
         self,
         hidden_size: int,
@@ -151,24 +154,37 @@ class SyntaxAwareAttention(nn.Module):
             self.slot.auxiliary_losses.append(self.parent_loss(query, key))
         local_mask = self.local_attention_mask(query.dtype)
         dropout = self.dropout_prob if self.training else 0.0
-        if output_attentions:
-            return self._attend_explicitly(hidden_states, query, key, value, local_mask, dropout)
+        fused = query.is_cuda if self.use_fused_attention is None else self.use_fused_attention
+        if output_attentions or not fused:
+            # On the CPU, one score matrix and one exponent shared by both
+            # branches cost less than two fused attention calls (and, in
+            # training, than two dropout-ed SDPA math paths).
+            context, probs = self._attend_with_probabilities(hidden_states, query, key, value, local_mask, dropout)
+            return context, probs if output_attentions else None
         global_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=self.slot.global_mask, dropout_p=dropout
         )
         if local_mask is None:
-            if self.slot.record_gates and self.gate is not None:
-                self.slot.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
+            self._record_unused_gate(hidden_states)
             return self.merge_heads(global_context), None
         local_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=local_mask, dropout_p=dropout
         )
+        gate = self._gate(hidden_states)
+        # g * local + (1 - g) * global in one fused op, before merging heads
+        mixed = torch.lerp(global_context, local_context, gate.to(global_context.dtype))
+        return self.merge_heads(mixed), None
+
+    def _gate(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(batch, 1, n_pieces, 1): the gate, broadcastable over heads."""
         gate = self.gate_values(hidden_states)
         if self.slot.record_gates:
             self.slot.gates.append(gate[..., 0].detach().float())
-        # g * local + (1 - g) * global in one fused op, before merging heads
-        mixed = torch.lerp(global_context, local_context, gate[:, None].to(global_context.dtype))
-        return self.merge_heads(mixed), None
+        return gate[:, None]
+
+    def _record_unused_gate(self, hidden_states: torch.Tensor) -> None:
+        if self.slot.record_gates and self.gate is not None:
+            self.slot.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
 
     def parent_loss(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
         """Cross-entropy of the supervised head's attention distribution
@@ -182,7 +198,7 @@ class SyntaxAwareAttention(nn.Module):
             return log_probs.sum() * 0.0
         return F.nll_loss(log_probs.flatten(0, 1), targets.flatten(), ignore_index=IGNORED_TARGET)
 
-    def _attend_explicitly(
+    def _attend_with_probabilities(
         self,
         hidden_states: torch.Tensor,
         query: torch.Tensor,
@@ -191,25 +207,30 @@ class SyntaxAwareAttention(nn.Module):
         local_mask: Optional[torch.Tensor],
         dropout: float,
     ) -> Tuple[torch.Tensor, torch.Tensor]:
-        # The same computation with the probabilities materialised, for
-        # callers that inspect them. The gate is per query row, so mixing the
-        # probabilities equals mixing the contexts.
-        scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_size)
-        hidden = torch.finfo(scores.dtype).min
-        probs = F.dropout(
-            scores.masked_fill(~self.slot.global_mask, hidden).softmax(-1), dropout, self.training
+        """The same computation with the probabilities materialised. The gate
+        is per query row, so mixing the probabilities equals mixing the
+        contexts, and one product with the values serves both branches."""
+        scores = (query @ key.transpose(-1, -2)).mul_(1.0 / math.sqrt(self.head_size))
+        scores = scores.masked_fill(~self.slot.global_mask, float("-inf"))  # every row has a real key
+        # Softmax is invariant to the shift, so the row maximum needs no gradient.
+        exponent = (scores - scores.amax(-1, keepdim=True).detach()).exp()
+        probs = exponent / exponent.sum(-1, keepdim=True)
+        if local_mask is None:
+            self._record_unused_gate(hidden_states)
+            probs = F.dropout(probs, dropout, self.training)
+            return self.merge_heads(probs @ value), probs
+        if local_mask.dtype == torch.bool:
+            local_exponent = exponent * local_mask
+            # Every row sees its own piece; the floor only guards an underflow
+            # of all its visible scores, which leaves the row global.
+            normaliser = local_exponent.sum(-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+            local_probs = local_exponent / normaliser
+        else:
+            local_probs = (scores + local_mask).softmax(-1)
+        gate = self._gate(hidden_states).to(probs.dtype)
+        probs = torch.lerp(
+            F.dropout(probs, dropout, self.training), F.dropout(local_probs, dropout, self.training), gate
         )
-        if local_mask is not None:
-            if local_mask.dtype == torch.bool:
-                local_scores = scores.masked_fill(~local_mask, hidden)
-            else:
-                local_scores = scores + local_mask
-            local_probs = F.dropout(local_scores.softmax(-1), dropout, self.training)
-            gate = self.gate_values(hidden_states)
-            if self.slot.record_gates:
-                self.slot.gates.append(gate[..., 0].detach().float())
-            gate = gate[:, None]  # (batch, 1, n_pieces, 1)
-            probs = gate * local_probs + (1 - gate) * probs
         return self.merge_heads(probs @ value), probs
 
 
