@@ -82,15 +82,18 @@ def documents_of_length(sentences: Sequence[str], words: int, n_docs: int) -> Li
 PARSER_ONLY = ["ner", "lemmatizer", "attribute_ruler", "tagger"]
 
 
-def transformer_pipeline(variant: str, parser_name: str, model_name: str, seed: int = 0) -> Language:
+def transformer_pipeline(
+    variant: str, parser_name: str, model_name: str, mixed_precision: bool = False, seed: int = 0
+) -> Language:
     """The parser's pipeline plus a transformer component of the variant and
     a textcat listening to it (for training steps)."""
     torch.manual_seed(seed)
     nlp = spacy.load(parser_name, exclude=PARSER_ONLY)
+    model = {"name": model_name, "mixed_precision": mixed_precision}
     if variant == "vanilla":
-        nlp.add_pipe("transformer", config={"model": {"name": model_name}})
+        nlp.add_pipe("transformer", config={"model": model})
     else:
-        nlp.add_pipe("sla_transformer", name="transformer", config={"model": {"name": model_name, "mask": MASKS[variant]}})
+        nlp.add_pipe("sla_transformer", name="transformer", config={"model": {**model, "mask": MASKS[variant]}})
     nlp.add_pipe(
         "textcat",
         config={
@@ -223,14 +226,16 @@ def _summary(values: List[float]) -> Dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
-def peak_memory(variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int) -> float:
+def peak_memory(
+    variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int, mixed_precision: bool
+) -> float:
     """Peak memory of predicting and training once, in MiB, in a fresh
     process (so that the variants do not share a high-water mark)."""
     code = (
         "import json, sys; from spacy_sla.benchmark import memory_probe; "
         "print(memory_probe(*json.load(sys.stdin)))"
     )
-    arguments = [variant, model_name, parser_name, texts, batch_size, gpu_id]
+    arguments = [variant, model_name, parser_name, texts, batch_size, gpu_id, mixed_precision]
     result = subprocess.run([sys.executable, "-c", code], input=json.dumps(arguments), capture_output=True, text=True, check=True)
     return float(result.stdout.strip().splitlines()[-1])
 
@@ -256,12 +261,13 @@ def run_benchmark(
     memory: bool = True,
     gpu_id: int = -1,
     n_batches: int = 1,
+    mixed_precision: bool = False,
 ) -> Dict[str, Any]:
     if gpu_id >= 0:
         require_gpu(gpu_id)
     parser = spacy.load(parser_name, exclude=PARSER_ONLY)
     sentences = sentences_from(data)
-    pipelines = {variant: transformer_pipeline(variant, parser_name, model_name) for variant in VARIANTS}
+    pipelines = {variant: transformer_pipeline(variant, parser_name, model_name, mixed_precision) for variant in VARIANTS}
     results = []
     for words in lengths:
         for batch_size in batch_sizes:
@@ -271,13 +277,14 @@ def run_benchmark(
             result.update({"words": words, "batch_size": batch_size})
             if memory:
                 result["peak_memory_mib"] = {
-                    v: peak_memory(v, model_name, parser_name, texts, batch_size, gpu_id) for v in VARIANTS
+                    v: peak_memory(v, model_name, parser_name, texts, batch_size, gpu_id, mixed_precision) for v in VARIANTS
                 }
             results.append(result)
     return {
         "date": time.strftime("%Y-%m-%d"),
         "machine": machine_description(gpu_id),
         "model": model_name,
+        "mixed_precision": mixed_precision,
         "parser": parser_name,
         "data": str(data),
         "repeats": repeats,
@@ -326,12 +333,14 @@ def peak_memory_in_this_process(gpu_id: int) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def memory_probe(variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int) -> float:
+def memory_probe(
+    variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int, mixed_precision: bool
+) -> float:
     """Predict on all texts and take one training step, then report the peak."""
     if gpu_id >= 0:
         require_gpu(gpu_id)
     parser = spacy.load(parser_name, exclude=PARSER_ONLY)
-    nlp = transformer_pipeline(variant, parser_name, model_name)
+    nlp = transformer_pipeline(variant, parser_name, model_name, mixed_precision)
     docs = list(parser.pipe(texts, batch_size=batch_size))
     optimizer = _initialize(nlp, _examples(docs[:batch_size]))
     if gpu_id >= 0:

