@@ -181,7 +181,8 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
             "seeds": sorted(r["seed"] for r in group),
             "scores": scores,
             "mean": statistics.mean(scores),
-            "std": statistics.stdev(scores) if len(scores) > 1 else 0.0,
+            # A single seed has no spread; None keeps it from reading as "no variance".
+            "std": statistics.stdev(scores) if len(scores) > 1 else None,
             "min": min(scores),
             "max": max(scores),
             "train_seconds_mean": statistics.mean(r.get("train_seconds", 0.0) for r in group),
@@ -212,8 +213,9 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
     for row in rows:
         delta = "" if row["delta_vs_vanilla"] is None or row["variant"] == "vanilla" else f"{100 * row['delta_vs_vanilla']:+.2f}"
         per_seed = ", ".join(f"{100 * s:.2f}" for s in row["scores"])
+        spread = "n/a" if row["std"] is None else f"{100 * row['std']:.2f}"
         lines.append(
-            f"| {row['task']} | {row['variant']} | {row['metric']} | {100 * row['mean']:.2f} ± {100 * row['std']:.2f} "
+            f"| {row['task']} | {row['variant']} | {row['metric']} | {100 * row['mean']:.2f} ± {spread} "
             f"| {delta} | {len(row['seeds'])} | {per_seed} | {row['train_seconds_mean']:.0f} |"
         )
     return "\n".join(lines) + "\n"
@@ -231,7 +233,7 @@ def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
     transformers = sorted({r["settings"].get("paths.transformer", "") for r in records})
     text = (
         f"# Comparison ({len(records)} runs)\n\n"
-        "Scores of the last model of each run on the dev set, ×100: mean ± sample standard deviation over seeds.\n\n"
+        "Scores of the last model of each run on the dev set, ×100: mean ± sample standard deviation over seeds (n/a for a single seed).\n\n"
         + markdown_table(rows)
         + "\nTransformer(s): " + ", ".join(transformers) + "\n\nSettings per row:\n" + "\n".join(settings_lines) + "\n"
     )

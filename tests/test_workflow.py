@@ -53,6 +53,11 @@ def test_summaries_give_mean_spread_and_difference_to_vanilla():
     assert by_variant["sla"]["settings"] == {"training.max_steps": 500}
 
 
+def test_a_single_seed_has_no_spread():
+    (row,) = summarize([record("sla", 0, 0.35)])
+    assert row["std"] is None and row["mean"] == pytest.approx(0.35)
+
+
 def test_compare_writes_markdown_and_json(tmp_path):
     for variant, seed, score in [("vanilla", 0, 0.25), ("window", 0, 0.2)]:
         path = tmp_path / "metrics" / "cola" / variant / f"seed{seed}.json"
@@ -60,5 +65,5 @@ def test_compare_writes_markdown_and_json(tmp_path):
         path.write_text(json.dumps(record(variant, seed, score)))
     compare(tmp_path / "metrics", tmp_path / "out" / "comparison")
     markdown = (tmp_path / "out" / "comparison.md").read_text()
-    assert "| cola | window | cats_mcc | 20.00 ± 0.00 | -5.00 | 1 | 20.00 | 10 |" in markdown
+    assert "| cola | window | cats_mcc | 20.00 ± n/a | -5.00 | 1 | 20.00 | 10 |" in markdown
     assert len(json.loads((tmp_path / "out" / "comparison.json").read_text())["runs"]) == 2
