@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import spacy
 import torch
@@ -35,6 +35,7 @@ from thinc.api import require_gpu
 
 from .converters import read_conllu
 from .layers.transformer_model import flatten_spans
+from .profiling import operator_differences, self_milliseconds
 
 VARIANTS = ("vanilla", "sla", "window")
 MASKS = {
@@ -222,6 +223,27 @@ def measure_setting(
     }
 
 
+def profile_setting(pipelines: Dict[str, Language], docs: Sequence[Doc], batch_size: int, repeats: int = 3) -> Dict[str, Any]:
+    """Operator profiles of a prediction of all docs by the transformer
+    component and of one training step on the first batch, per variant, and
+    where SLA's extra time goes."""
+    profiles: Dict[str, Dict[str, Dict[str, float]]] = {}
+    for variant, nlp in pipelines.items():
+        optimizer = _initialize(nlp, _examples(list(docs[:batch_size])))
+        pipe = nlp.get_pipe("transformer")
+        batch = _examples(list(docs[:batch_size]))
+
+        def predict() -> None:
+            list(pipe.pipe([doc.copy() for doc in docs], batch_size=batch_size))
+
+        def train_step() -> None:
+            with nlp.select_pipes(enable=["transformer", "textcat"]):
+                nlp.update(batch, sgd=optimizer)
+
+        profiles[variant] = {"predict": self_milliseconds(predict, repeats), "train": self_milliseconds(train_step, repeats)}
+    return {"differences": [operator_differences(profiles, phase) for phase in ("predict", "train")]}
+
+
 def _summary(values: List[float]) -> Dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
@@ -262,7 +284,10 @@ def run_benchmark(
     gpu_id: int = -1,
     n_batches: int = 1,
     mixed_precision: bool = False,
+    profile: Optional[Tuple[int, int]] = None,
 ) -> Dict[str, Any]:
+    """Measure every length x batch size setting; with profile=(words,
+    batch_size) also profile that setting per operator."""
     if gpu_id >= 0:
         require_gpu(gpu_id)
     parser = spacy.load(parser_name, exclude=PARSER_ONLY)
@@ -280,6 +305,12 @@ def run_benchmark(
                     v: peak_memory(v, model_name, parser_name, texts, batch_size, gpu_id, mixed_precision) for v in VARIANTS
                 }
             results.append(result)
+    profiled = None
+    if profile is not None:
+        words, batch_size = profile
+        print(f"Profiling documents of ~{words} words, batch size {batch_size} ...", flush=True)
+        docs = list(parser.pipe(documents_of_length(sentences, words, batch_size), batch_size=batch_size))
+        profiled = {"words": words, "batch_size": batch_size, **profile_setting(pipelines, docs, batch_size, repeats)}
     return {
         "date": time.strftime("%Y-%m-%d"),
         "machine": machine_description(gpu_id),
@@ -289,6 +320,7 @@ def run_benchmark(
         "data": str(data),
         "repeats": repeats,
         "settings": results,
+        "profile": profiled,
     }
 
 

