@@ -166,13 +166,23 @@ def evaluate_runs(
     return records
 
 
+# The baseline first, then the paper's comparison order; unknown variants follow alphabetically.
+VARIANT_ORDER = ("vanilla", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "sla-noneighbours", "sla-nopunct")
+
+
+def _row_order(key: Tuple[str, str]) -> Tuple[str, int, str]:
+    task, variant = key
+    rank = VARIANT_ORDER.index(variant) if variant in VARIANT_ORDER else len(VARIANT_ORDER)
+    return task, rank, variant
+
+
 def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Mean and spread of the headline score per task and variant."""
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for record in records:
         groups.setdefault((record["task"], record["variant"]), []).append(record)
     rows = []
-    for (task, variant), group in sorted(groups.items()):
+    for (task, variant), group in sorted(groups.items(), key=lambda item: _row_order(item[0])):
         scores = [r["score"] for r in sorted(group, key=lambda r: r["seed"])]
         rows.append({
             "task": task,

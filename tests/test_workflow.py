@@ -53,6 +53,12 @@ def test_summaries_give_mean_spread_and_difference_to_vanilla():
     assert by_variant["sla"]["settings"] == {"training.max_steps": 500}
 
 
+def test_rows_list_vanilla_first_then_the_papers_order():
+    records = [record(v, 0, 0.1) for v in ("sla", "custom", "vanilla", "lisa", "window")] + [record("sla", 0, 0.2, task="ud")]
+    assert [(r["task"], r["variant"]) for r in summarize(records)] == [
+        ("cola", "vanilla"), ("cola", "window"), ("cola", "sla"), ("cola", "lisa"), ("cola", "custom"), ("ud", "sla")]
+
+
 def test_a_single_seed_has_no_spread():
     (row,) = summarize([record("sla", 0, 0.35)])
     assert row["std"] is None and row["mean"] == pytest.approx(0.35)
