@@ -21,9 +21,9 @@ def test_differences_rank_operators_by_extra_time():
     assert differences["difference_ms"] == pytest.approx(15.0)
     names = [row["operator"] for row in differences["operators"]]
     assert names == ["aten::sdpa", "aten::where", "aten::mm"]
-    assert differences["operators"][0]["share_of_difference"] == pytest.approx(10 / 15)
+    assert differences["operators"][0]["share_of_vanilla"] == pytest.approx(10 / 65)
     assert differences["operators"][1]["vanilla_ms"] == 0.0
-    assert "| `aten::sdpa` | 10.0 | 20.0 | +10.0 | 67% |" in format_differences(differences)
+    assert "| `aten::sdpa` | 10.0 | 20.0 | +10.0 | +15.4% |" in format_differences(differences)
 
 
 def test_self_times_come_from_the_profiler():
