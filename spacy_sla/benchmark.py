@@ -285,9 +285,11 @@ def run_benchmark(
     n_batches: int = 1,
     mixed_precision: bool = False,
     profile: Optional[Tuple[int, int]] = None,
+    timing: bool = True,
 ) -> Dict[str, Any]:
     """Measure every length x batch size setting; with profile=(words,
-    batch_size) also profile that setting per operator."""
+    batch_size) also profile that setting per operator; timing=False
+    measures peak memory alone."""
     if gpu_id >= 0:
         require_gpu(gpu_id)
     parser = spacy.load(parser_name, exclude=PARSER_ONLY)
@@ -298,7 +300,10 @@ def run_benchmark(
         for batch_size in batch_sizes:
             texts = documents_of_length(sentences, words, batch_size * n_batches)
             print(f"Measuring {len(texts)} documents of ~{words} words, batch size {batch_size} ...", flush=True)
-            result = measure_setting(pipelines, parser, texts, batch_size, repeats, train)
+            if timing:
+                result = measure_setting(pipelines, parser, texts, batch_size, repeats, train)
+            else:
+                result = {"n_docs": len(texts), "variants": {}}
             result.update({"words": words, "batch_size": batch_size})
             if memory:
                 result["peak_memory_mib"] = {
@@ -332,10 +337,11 @@ def ratio_rows(report: Dict[str, Any]) -> List[Dict[str, Any]]:
         variants = setting["variants"]
         row: Dict[str, Any] = {"words": setting["words"], "batch_size": setting["batch_size"]}
         for kind in ("predict", "pipeline", "train"):
-            if kind in variants["vanilla"]:
+            if kind in variants.get("vanilla", {}):
                 for variant in ("sla", "window"):
                     row[f"{variant}_{kind}_time_ratio"] = variants["vanilla"][kind]["median"] / variants[variant][kind]["median"]
-        row["sla_mask_share"] = variants["sla"]["mask"]["median"]
+        if "sla" in variants:
+            row["sla_mask_share"] = variants["sla"]["mask"]["median"]
         if "peak_memory_mib" in setting:
             memory = setting["peak_memory_mib"]
             row["sla_memory_ratio"] = memory["sla"] / memory["vanilla"]
@@ -348,12 +354,13 @@ def format_table(report: Dict[str, Any]) -> str:
     lines = [header, "|---" * (header.count("|") - 1) + "|"]
     for setting, row in zip(report["settings"], ratio_rows(report)):
         v = setting["variants"]
-        spread = lambda s: f"{s['median']:.0f} ({s['min']:.0f}-{s['max']:.0f})"  # noqa: E731
+        spread = lambda variant: "-" if variant not in v else f"{v[variant]['predict']['median']:.0f} ({v[variant]['predict']['min']:.0f}-{v[variant]['predict']['max']:.0f})"  # noqa: E731
+        ratio = lambda key: f"{row[key]:.3f}" if key in row else "-"  # noqa: E731
+        share = f"{100 * row['sla_mask_share']:.1f}%" if "sla_mask_share" in row else "-"
         lines.append(
-            f"| {row['words']} | {row['batch_size']} | {spread(v['vanilla']['predict'])} | {spread(v['sla']['predict'])} "
-            f"| {row['sla_predict_time_ratio']:.3f} | {row['window_predict_time_ratio']:.3f} | {row['sla_pipeline_time_ratio']:.3f} "
-            f"| {row.get('sla_train_time_ratio', float('nan')):.3f} | {100 * row['sla_mask_share']:.1f}% "
-            f"| {row.get('sla_memory_ratio', float('nan')):.3f} |"
+            f"| {row['words']} | {row['batch_size']} | {spread('vanilla')} | {spread('sla')} "
+            f"| {ratio('sla_predict_time_ratio')} | {ratio('window_predict_time_ratio')} | {ratio('sla_pipeline_time_ratio')} "
+            f"| {ratio('sla_train_time_ratio')} | {share} | {ratio('sla_memory_ratio')} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -362,7 +369,15 @@ def peak_memory_in_this_process(gpu_id: int) -> float:
     """MiB: the CUDA high-water mark on a GPU, the peak RSS on the CPU."""
     if gpu_id >= 0:
         return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    status = Path("/proc/self/status")
+    if status.exists():
+        # VmHWM belongs to this process's own address space; ru_maxrss survives
+        # fork + exec, so a probe started by a large benchmark process would
+        # report its parent's peak instead of its own.
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux, where /proc exists anyway
 
 
 def memory_probe(

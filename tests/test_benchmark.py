@@ -1,7 +1,19 @@
 """The benchmark's bookkeeping (no timing is asserted)."""
+import subprocess
+import sys
+
+import numpy
 import pytest
 
-from spacy_sla.benchmark import DEFAULT_DATA, documents_of_length, format_table, ratio_rows, run_benchmark, sentences_from
+from spacy_sla.benchmark import (
+    DEFAULT_DATA,
+    documents_of_length,
+    format_table,
+    peak_memory_in_this_process,
+    ratio_rows,
+    run_benchmark,
+    sentences_from,
+)
 
 
 def summary(median):
@@ -25,6 +37,23 @@ def test_ratios_are_time_ratios_against_vanilla():
     assert row["sla_mask_share"] == pytest.approx(0.02)
     assert row["sla_memory_ratio"] == pytest.approx(1.1)
     assert "| 25 | 32 | 1000 (1000-1000) | 800 (800-800) | 1.250 | 1.111 | 1.143 | 1.500 | 2.0% | 1.100 |" in format_table(report())
+
+
+def test_a_memory_only_report_has_memory_ratios_and_no_timings():
+    memory_only = report()
+    memory_only["settings"][0]["variants"] = {}
+    (row,) = ratio_rows(memory_only)
+    assert row == {"words": 25, "batch_size": 32, "sla_memory_ratio": pytest.approx(1.1)}
+    assert "| 25 | 32 | - | - | - | - | - | - | - | 1.100 |" in format_table(memory_only)
+
+
+def test_a_probe_process_reports_its_own_peak_not_its_parents():
+    ballast = numpy.ones(1500 * 2**20, dtype=numpy.uint8)  # 1.5 GiB, every page touched
+    assert peak_memory_in_this_process(-1) > 1500
+    code = "from spacy_sla.benchmark import peak_memory_in_this_process as p; print(p(-1))"
+    child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert 0 < child < 1200, child
+    del ballast
 
 
 def test_documents_are_built_from_real_sentences():

@@ -19,6 +19,7 @@ def benchmark_cli(
     batch_sizes: str = Opt("8,32", "--batch-sizes", help="Documents per batch, comma-separated"),
     repeats: int = Opt(5, "--repeats", help="Timed repetitions (after one warm-up)"),
     n_batches: int = Opt(1, "--n-batches", help="Batches per prediction measurement"),
+    timing: bool = Opt(True, "--timing/--no-timing", help="Time the variants (--no-timing: peak memory alone)"),
     train: bool = Opt(True, "--train/--no-train", help="Also time training steps"),
     memory: bool = Opt(True, "--memory/--no-memory", help="Also measure peak memory (a process per variant)"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
@@ -43,6 +44,7 @@ def benchmark_cli(
         n_batches,
         mixed_precision,
         parse_profile_setting(profile) if profile else None,
+        timing,
     )
     report["ratios"] = ratio_rows(report)
     table = format_table(report)
