@@ -229,9 +229,9 @@ def profile_setting(pipelines: Dict[str, Language], docs: Sequence[Doc], batch_s
     where SLA's extra time goes."""
     profiles: Dict[str, Dict[str, Dict[str, float]]] = {}
     for variant, nlp in pipelines.items():
-        optimizer = _initialize(nlp, _examples(list(docs[:batch_size])))
-        pipe = nlp.get_pipe("transformer")
         batch = _examples(list(docs[:batch_size]))
+        optimizer = _initialize(nlp, batch)
+        pipe = nlp.get_pipe("transformer")
 
         def predict() -> None:
             list(pipe.pipe([doc.copy() for doc in docs], batch_size=batch_size))
@@ -353,8 +353,8 @@ def format_table(report: Dict[str, Any]) -> str:
     header = "| words | batch | vanilla predict w/s | SLA predict w/s | SLA/vanilla predict | window/vanilla predict | SLA/vanilla pipeline | SLA/vanilla train step | mask share | SLA/vanilla peak memory |"
     lines = [header, "|---" * (header.count("|") - 1) + "|"]
     for setting, row in zip(report["settings"], ratio_rows(report)):
-        v = setting["variants"]
-        spread = lambda variant: "-" if variant not in v else f"{v[variant]['predict']['median']:.0f} ({v[variant]['predict']['min']:.0f}-{v[variant]['predict']['max']:.0f})"  # noqa: E731
+        predict = {variant: timings["predict"] for variant, timings in setting["variants"].items()}
+        spread = lambda variant: f"{predict[variant]['median']:.0f} ({predict[variant]['min']:.0f}-{predict[variant]['max']:.0f})" if variant in predict else "-"  # noqa: E731
         ratio = lambda key: f"{row[key]:.3f}" if key in row else "-"  # noqa: E731
         share = f"{100 * row['sla_mask_share']:.1f}%" if "sla_mask_share" in row else "-"
         lines.append(
@@ -377,7 +377,7 @@ def peak_memory_in_this_process(gpu_id: int) -> float:
         for line in status.read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024  # kB
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux, where /proc exists anyway
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # without /proc: the best the OS offers
 
 
 def memory_probe(

@@ -12,7 +12,6 @@ from typing import Any, Callable, Dict, List, Tuple
 from torch.profiler import ProfilerActivity, profile
 
 
-
 def parse_profile_setting(text: str) -> Tuple[int, int]:
     """'25x32' -> (25 words, batch size 32)."""
     words, _, batch_size = text.lower().partition("x")
