@@ -189,7 +189,8 @@ def measure_setting(
     docs = list(parser.pipe(texts, batch_size=batch_size))
     n_words = sum(len(doc) for doc in docs)
     samples: Dict[str, Dict[str, List[float]]] = {v: {"predict": [], "pipeline": [], "train": [], "mask": []} for v in pipelines}
-    optimizers = {v: _initialize(nlp, _examples(docs[:batch_size])) for v, nlp in pipelines.items()} if train else {}
+    # Prediction needs initialized components as much as training does.
+    optimizers = {v: _initialize(nlp, _examples(docs[:batch_size])) for v, nlp in pipelines.items()}
     for repeat in range(repeats + 1):  # repetition 0 warms up
         for variant, nlp in pipelines.items():
             pipe = nlp.get_pipe("transformer")

