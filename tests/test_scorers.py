@@ -9,7 +9,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import registry
 
-from spacy_sla.scorers import f_beta, f_beta_key, matthews_corrcoef
+from spacy_sla.training.scorers import f_beta, f_beta_key, matthews_corrcoef
 
 Entity = Tuple[int, int, str]
 

@@ -318,7 +318,7 @@ def test_replace_listeners_keeps_a_v2_model(tiny_bert):
 def test_the_console_logger_shows_the_parent_loss(tiny_bert):
     import io
 
-    from spacy_sla.loggers import console_logger
+    from spacy_sla.training.loggers import console_logger
 
     nlp = sla_nlp(tiny_bert, **LISA)
     stdout = io.StringIO()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spacy_sla.experiments import compare, summarize
+from spacy_sla.research.experiments import compare, summarize
 
 ROOT = Path(__file__).parent.parent
 

@@ -5,8 +5,8 @@ from pathlib import Path
 from spacy.cli._util import Opt
 from wasabi import msg
 
-from ..benchmark import DEFAULT_DATA, format_table, ratio_rows, run_benchmark
-from ..profiling import format_differences, parse_profile_setting
+from ..research.benchmark import DEFAULT_DATA, format_table, ratio_rows, run_benchmark
+from ..research.profiling import format_differences, parse_profile_setting
 from ._app import sla_cli
 
 
@@ -31,6 +31,8 @@ def benchmark_cli(
     training step for vanilla, SLA and window attention on the same parsed
     Docs, the share of mask building, peak memory, and the SLA / vanilla
     ratios, per input length and batch size."""
+    if not data.is_file():
+        msg.fail(f"No sentences at {data}: pass --data with a CoNLL-U or .spacy file (the default is the sample in the project's assets/).", exits=1)
     report = run_benchmark(
         model,
         parser,

@@ -7,9 +7,9 @@ import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
-from ..converters import READERS, convert
-from ..experiments import compare, evaluate_runs, link_model, prepare_corpus, train_run
-from ..tasks import TASKS
+from ..research.converters import READERS, convert
+from ..research.experiments import compare, evaluate_runs, link_model, prepare_corpus, train_run
+from ..research.tasks import TASKS
 from ._app import sla_cli
 
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}

@@ -21,7 +21,7 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.training.converters import conllu_to_docs
 from spacy.vocab import Vocab
 
-from .errors import Errors
+from ..errors import Errors
 
 TASKS = ("cola", "sst2", "conll2003", "fce", "conllu")
 

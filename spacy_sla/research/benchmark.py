@@ -13,7 +13,6 @@ torch.cuda.max_memory_allocated on a GPU); the headline is each ratio
 SLA / vanilla.
 
     python -m spacy sla benchmark --output metrics/benchmark.json
-    python -m spacy_sla.benchmark --help
 """
 import json
 import platform
@@ -34,7 +33,7 @@ from spacy.training import Example
 from thinc.api import require_gpu
 
 from .converters import read_conllu
-from .layers.transformer_model import flatten_spans
+from ..layers.transformer_model import flatten_spans
 from .profiling import operator_differences, self_milliseconds
 
 VARIANTS = ("vanilla", "sla", "window")
@@ -42,7 +41,9 @@ MASKS = {
     "sla": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_visible": True},
     "window": {"@misc": "spacy-sla.window_mask.v1", "window": 3, "punct_visible": True},
 }
-DEFAULT_DATA = Path(__file__).parent.parent / "assets" / "ud_ewt_sample" / "en_ewt-ud-dev-sample.conllu"
+# Relative to the project directory (where `spacy project run benchmark` runs):
+# an installed package ships no data, so other places pass --data.
+DEFAULT_DATA = Path("assets") / "ud_ewt_sample" / "en_ewt-ud-dev-sample.conllu"
 
 
 @dataclass
@@ -255,7 +256,7 @@ def peak_memory(
     """Peak memory of predicting and training once, in MiB, in a fresh
     process (so that the variants do not share a high-water mark)."""
     code = (
-        "import json, sys; from spacy_sla.benchmark import memory_probe; "
+        "import json, sys; from spacy_sla.research.benchmark import memory_probe; "
         "print(memory_probe(*json.load(sys.stdin)))"
     )
     arguments = [variant, model_name, parser_name, texts, batch_size, gpu_id, mixed_precision]
@@ -276,7 +277,7 @@ def machine_description(gpu_id: int) -> str:
 def run_benchmark(
     model_name: str,
     parser_name: str,
-    data: Path = DEFAULT_DATA,
+    data: Path,
     lengths: Sequence[int] = (10, 25, 40, 120, 400),
     batch_sizes: Sequence[int] = (8, 32),
     repeats: int = 3,
@@ -398,9 +399,3 @@ def memory_probe(
         nlp.update(_examples(docs[:batch_size]), sgd=optimizer)
     return peak_memory_in_this_process(gpu_id)
 
-
-if __name__ == "__main__":
-    from .cli.benchmark import benchmark_cli
-    import typer
-
-    typer.run(benchmark_cli)

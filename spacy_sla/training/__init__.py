@@ -1,0 +1,2 @@
+"""What training configs name besides the model: scorers (`@scorers`),
+corpus readers (`@readers`) and loggers (`@loggers`)."""
