@@ -247,14 +247,20 @@ BAD_CONLLU_LINE = "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t0:root\t_\n"
         ("conll2003", "-DOCSTART- -X- O O\n\n", 2, "the file ends here without any sentences"),
         ("fce", "\n\n\n", 3, "the file ends here without any sentences"),
         # CoNLL-U: bad IDs and heads, a sentence spaCy's converter rejects
-        # (head out of range), and comments without a sentence.
+        # (a UPOS outside UD's tag set), and comments without a sentence.
         ("conllu", BAD_CONLLU_LINE + "\n" + BAD_CONLLU_LINE.replace("1", "x", 1), 3, "found the ID 'x'"),
         ("conllu", BAD_CONLLU_LINE.replace("\t0\t", "\tone\t"), 1, "found the HEAD 'one'"),
         (
             "conllu",
             BAD_CONLLU_LINE + "\n# c\n" + BAD_CONLLU_LINE.replace("\t0\t", "\t7\t"),
             4,
-            "spaCy's CoNLL-U converter could not read the sentence that starts here: [E190]",
+            "found the HEAD 7, but the sentence has words 1 to 1",
+        ),
+        (
+            "conllu",
+            BAD_CONLLU_LINE + "\n# c\n" + BAD_CONLLU_LINE.replace("INTJ", "NOTAPOS"),
+            4,
+            "spaCy's CoNLL-U converter could not read the sentence that starts here: [E1021]",
         ),
         ("conllu", BAD_CONLLU_LINE + "\n# c\n# d\n", 4, "comment lines without token lines"),
     ],
@@ -278,3 +284,60 @@ def test_invalid_utf8(tmp_path: Path, nlp: Language) -> None:
 def test_crlf_line_endings(tmp_path: Path, nlp: Language) -> None:
     docs = list(read_sst2(write(tmp_path, SST2.replace("\n", "\r\n")), nlp))
     assert [doc.cats["POSITIVE"] for doc in docs] == [0.0, 1.0]
+
+
+def conllu_word(word_id: str, head: str, form: str = "w") -> str:
+    """A CoNLL-U word line with the given ID and HEAD."""
+    return f"{word_id}\t{form}\t{form}\tX\tX\t_\t{head}\tdep\t_\t_\n"
+
+
+# Trees that spaCy's converter would accept and write: it reads a self-headed
+# word as a root and keeps a cycle, so the Docs would carry a parse no parser
+# produces (and the syntax masks would be built from it).
+@pytest.mark.parametrize(
+    "text,line_number,problem",
+    [
+        # Word 2 is its own HEAD.
+        (conllu_word("1", "2") + conllu_word("2", "2"), 2, "word 2 is its own HEAD"),
+        # 1 -> 2 -> 1 beside a proper root: the cycle never reaches 0.
+        (
+            "# sent_id = 1\n" + conllu_word("1", "2") + conllu_word("2", "1") + conllu_word("3", "0"),
+            2,
+            "the HEADs of words 1 -> 2 -> 1 form a cycle that never reaches the root (0)",
+        ),
+        # No root at all; word 1 hangs off the cycle 2 -> 3 -> 2, which is reported from its first word.
+        (
+            conllu_word("1", "2") + conllu_word("2", "3") + conllu_word("3", "2"),
+            2,
+            "the HEADs of words 2 -> 3 -> 2 form a cycle",
+        ),
+        # In a second sentence, after a multiword token range and with an
+        # empty node (neither is part of the tree): line 17 is word 2.
+        (
+            CONLLU
+            + "# sent_id = 3\n"
+            + "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+            + conllu_word("1", "0")
+            + conllu_word("2", "3")
+            + conllu_word("2.1", "_")
+            + conllu_word("3", "2"),
+            17,
+            "the HEADs of words 2 -> 3 -> 2 form a cycle",
+        ),
+        # A HEAD that names no word of the sentence, reported at its own line.
+        (conllu_word("1", "0") + conllu_word("2", "7"), 2, "found the HEAD 7, but the sentence has words 1 to 2"),
+        # Word IDs out of order: spaCy numbers the words by position, so HEADs would point elsewhere.
+        (conllu_word("1", "0") + conllu_word("3", "1"), 2, "found the word ID 3; expected 2"),
+    ],
+    ids=["self-headed", "cycle-beside-root", "no-root", "cycle-after-range", "head-out-of-range", "ids-out-of-order"],
+)
+def test_conllu_trees_must_reach_the_root(
+    tmp_path: Path, nlp: Language, text: str, line_number: int, problem: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConversionError, match=re.escape(f"[E011] {path}:{line_number}: {problem}")):
+        list(read_conllu(path, nlp))
+    output_path = tmp_path / "out.spacy"
+    with pytest.raises(ConversionError):
+        convert("conllu", path, output_path)
+    assert not output_path.exists()

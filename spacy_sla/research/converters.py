@@ -256,6 +256,72 @@ def _check_conllu_line(path: Path, line_number: int, line: str) -> str:
     return line
 
 
+def _check_conllu_tree(path: Path, token_lines: Sequence[Line]) -> None:
+    """Check that the words of one sentence (its checked token lines) form a
+    tree: word IDs 1, 2, 3, ... in order, every HEAD 0 or the ID of another
+    word, and every word's chain of HEADs ending at the root (0).
+
+    spaCy's converter checks none of this: it reads a self-headed word as a
+    root, keeps cycles and numbers the words by position whatever their IDs,
+    so a damaged tree would be written as a parse and the syntax masks built
+    from it. Multiword token ranges (2-3) and empty nodes (2.1) are not
+    words of the tree and are passed over, as the converter does; a word's
+    HEAD "_" is a root, as the converter reads it.
+    """
+    word_lines: List[int] = []  # the line number of word i + 1
+    heads: List[int] = []  # the HEAD of word i + 1; 0 for the root
+    for line_number, line in token_lines:
+        fields = line.split("\t")
+        token_id, head = fields[0], fields[6]
+        if not _CONLLU_WORD_ID.fullmatch(token_id):
+            continue
+        expected_id = len(word_lines) + 1
+        if int(token_id) != expected_id:
+            raise _error(
+                path,
+                line_number,
+                f"found the word ID {token_id}; expected {expected_id} (the words of a sentence are numbered "
+                "1, 2, 3, ... in order, with ranges and empty nodes between them)",
+            )
+        word_lines.append(line_number)
+        heads.append(0 if head == "_" else int(head))
+    n_words = len(heads)
+    for word_id, (line_number, head) in enumerate(zip(word_lines, heads), start=1):
+        if head == word_id:
+            raise _error(
+                path, line_number, f"word {word_id} is its own HEAD; expected the ID of another word, or 0 for the root"
+            )
+        if head > n_words:
+            raise _error(
+                path,
+                line_number,
+                f"found the HEAD {head}, but the sentence has words 1 to {n_words}; expected one of them, "
+                "or 0 for the root",
+            )
+    # Follow each word's HEADs until they reach the root or a word known to
+    # reach it; coming back to a word of the current chain is a cycle.
+    reaches_root = [True] + [False] * n_words  # indexed by word ID; 0 is the root
+    for start in range(1, n_words + 1):
+        chain: List[int] = []
+        word_id = start
+        while not reaches_root[word_id] and word_id not in chain:
+            chain.append(word_id)
+            word_id = heads[word_id - 1]
+        if not reaches_root[word_id]:
+            cycle = chain[chain.index(word_id):]
+            first = min(cycle)
+            # The cycle from its smallest word ID, back to that word.
+            shown = cycle[cycle.index(first):] + cycle[: cycle.index(first)] + [first]
+            raise _error(
+                path,
+                word_lines[first - 1],
+                f"the HEADs of words {' -> '.join(map(str, shown))} form a cycle that never reaches the root (0); "
+                "expected every word's chain of HEADs to end at 0",
+            )
+        for word_id in chain:
+            reaches_root[word_id] = True
+
+
 def _into_vocab(doc: Doc, vocab: Vocab) -> Doc:
     """Rebuild a Doc on `vocab`: spaCy's CoNLL-U converter builds its Docs on
     a private Vocab, and Docs from one reader should share the pipeline's."""
@@ -291,6 +357,7 @@ def read_conllu(path: Path, nlp: Language) -> Iterator[Doc]:
             raise _error(path, block[-1][0], "comment lines without token lines after them; expected a sentence")
         first_lines.append(token_lines[0][0])
         sentences.append("\n".join(_check_conllu_line(path, n, line) for n, line in token_lines))
+        _check_conllu_tree(path, token_lines)
     docs = conllu_to_docs("\n\n".join(sentences), n_sents=1, no_print=True)
     for first_line in first_lines:
         try:
