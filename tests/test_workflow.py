@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from spacy_sla.research.experiments import compare, summarize
+from spacy_sla.research.intervals import paired_difference, t_quantile_975
 
 ROOT = Path(__file__).parent.parent
 
@@ -71,5 +72,54 @@ def test_compare_writes_markdown_and_json(tmp_path):
         path.write_text(json.dumps(record(variant, seed, score)))
     compare(tmp_path / "metrics", tmp_path / "out" / "comparison")
     markdown = (tmp_path / "out" / "comparison.md").read_text()
-    assert "| cola | window | cats_mcc | 20.00 ± n/a | -5.00 | 1 | 20.00 | 10 |" in markdown
+    assert "| cola | window | cats_mcc | 20.00 ± n/a | -5.00 | -5.00 (n=1) | not shown (n<2) | 1 | 20.00 | 10 |" in markdown
     assert len(json.loads((tmp_path / "out" / "comparison.json").read_text())["runs"]) == 2
+
+
+def test_the_t_interval_of_differences_one_two_three():
+    # differences 1, 2, 3: mean 2, sd 1, t_{0.975,2} = 4.303, half-width 4.303 / sqrt(3) = 2.484
+    paired = paired_difference({0: 11.0, 1: 12.0, 2: 13.0}, {0: 10.0, 1: 10.0, 2: 10.0})
+    assert paired["differences"] == [1.0, 2.0, 3.0] and paired["n"] == 3
+    assert paired["mean"] == pytest.approx(2.0) and paired["sd"] == pytest.approx(1.0)
+    assert paired["half_width"] == pytest.approx(2.484, abs=5e-4)
+    assert (paired["low"], paired["high"]) == (pytest.approx(-0.484, abs=5e-4), pytest.approx(4.484, abs=5e-4))
+    assert paired["verdict"] == "not shown"  # the interval covers 0
+
+
+def test_verdicts_follow_the_interval_and_the_paired_seeds():
+    assert paired_difference({0: 2.0, 1: 2.1, 2: 2.2}, {0: 1.0, 1: 1.0, 2: 1.0})["verdict"] == "better"
+    assert paired_difference({0: 0.0, 1: 0.1, 2: 0.2}, {0: 1.0, 1: 1.0, 2: 1.0})["verdict"] == "worse"
+    only_one = paired_difference({0: 2.0, 1: 3.0}, {1: 1.0, 5: 0.0})  # seeds 0 and 5 have no partner
+    assert only_one["seeds"] == [1] and only_one["mean"] == 2.0 and only_one["verdict"] == "not shown (n<2)"
+    assert paired_difference({0: 1.0}, {1: 1.0})["n"] == 0
+
+
+def test_t_quantiles():
+    assert t_quantile_975(1) == 12.706 and t_quantile_975(2) == 4.303 and t_quantile_975(4) == 2.776
+    assert t_quantile_975(35) == t_quantile_975(30) == 2.042  # the next smaller tabulated df: never narrower
+    assert t_quantile_975(1000) == 1.960
+    with pytest.raises(ValueError):
+        t_quantile_975(0)
+
+
+def test_records_round_trip_through_compare(tmp_path):
+    """Records written as results/TASK/VARIANT/seedN.json come back as rows
+    with paired differences over the common seeds only."""
+    scores = {"vanilla": {0: 0.10, 1: 0.20, 2: 0.30}, "sla": {0: 0.12, 1: 0.25, 2: 0.33, 3: 0.9},
+              "plain": {0: 0.30, 1: 0.31}}
+    for variant, by_seed in scores.items():
+        for seed, score in by_seed.items():
+            path = tmp_path / "results" / "cola" / variant / f"seed{seed}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(record(variant, seed, score)))
+    rows = {row["variant"]: row for row in compare(tmp_path / "results", tmp_path / "out" / "comparison")}
+    assert rows["vanilla"]["paired_vs_vanilla"] is None
+    sla = rows["sla"]["paired_vs_vanilla"]
+    assert sla["seeds"] == [0, 1, 2] and sla["differences"] == pytest.approx([0.02, 0.05, 0.03])
+    assert sla["mean"] == pytest.approx(0.10 / 3) and sla["verdict"] == "not shown"  # [-0.46, +7.13] covers 0
+    assert rows["plain"]["paired_vs_vanilla"]["differences"] == pytest.approx([0.20, 0.11])
+    saved = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    assert len(saved["runs"]) == 9 and [row["variant"] for row in saved["rows"]] == ["vanilla", "plain", "sla"]
+    markdown = (tmp_path / "out" / "comparison.md").read_text()
+    assert "| cola | plain fine-tune | cats_mcc | 30.50 ± 0.71 | +10.50 | +15.50 ± " in markdown
+    assert "| cola | sla | cats_mcc | 40.00 ± 34.44 | +20.00 | +3.33 ± 3.79 [-0.46, +7.13] (n=3) | not shown |" in markdown

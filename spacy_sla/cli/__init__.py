@@ -3,7 +3,7 @@ point, so the commands sit beside spaCy's own."""
 from spacy.cli._util import app
 
 from ._app import sla_cli
-from . import benchmark, inspect, workflow  # noqa: F401  (registers the commands)
+from . import baseline, benchmark, inspect, workflow  # noqa: F401  (registers the commands)
 
 app.add_typer(sla_cli)
 

@@ -8,7 +8,14 @@ from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
 from ..research.converters import READERS, convert
-from ..research.experiments import compare, evaluate_runs, link_model, prepare_corpus, train_run
+from ..research.experiments import (
+    compare,
+    evaluate_runs,
+    link_model,
+    prepare_corpus,
+    prepared_corpus_is_current,
+    train_run,
+)
 from ..research.tasks import TASKS
 from ._app import sla_cli
 
@@ -126,13 +133,18 @@ def experiment_cli(
     eval_frequency: int = Opt(500, "--eval-frequency"),
     train_limit: Optional[int] = Opt(None, "--train-limit"),
     gpu_id: int = Opt(-1, "--gpu-id"),
-    root: Path = Opt(Path("."), "--root", help="Writes corpus/TASK, training/TASK and metrics/TASK under it"),
+    root: Path = Opt(Path("."), "--root", help="Writes corpus/TASK, training/TASK and results/TASK (the records to commit) under it"),
 ):
     """Prepare a task's data, train every variant with every seed, and
     evaluate them: one resumable command per task for the workflows."""
     spec = _task(task)
-    corpus_dir, training_dir, metrics_dir = (root / part / task for part in ("corpus", "training", "metrics"))
-    if not (corpus_dir / "train.spacy").exists():
+    # results/TASK/VARIANT/seedN.json: the small records (scores + settings) that are committed, so that
+    # `compare results ...` accumulates runs across sessions; models stay in the ignored training/.
+    corpus_dir, training_dir, metrics_dir = (root / part / task for part in ("corpus", "training", "results"))
+    # Prepared again whenever its record (corpus.json) is missing or names other sources or limits.
+    if prepared_corpus_is_current(spec, data_dir, corpus_dir, train_limit=train_limit):
+        msg.info(f"Keeping the corpus in {corpus_dir}: prepared from the same files and limits")
+    else:
         prepare_corpus(spec, data_dir, corpus_dir, train_limit=train_limit)
     extra = parse_config_overrides(ctx.args)
     for variant in _split(variants):

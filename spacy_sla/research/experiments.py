@@ -6,20 +6,73 @@ subprocess (so every run starts with fresh memory, as `spacy project` runs
 its commands). A run leaves its settings in `run.json`; an evaluation leaves
 a record (scores plus settings) that `compare` aggregates over seeds.
 """
+import hashlib
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.util import load_config
 
-from .converters import convert
+from .converters import CONVERTER_VERSION, convert, write_atomically
+from .intervals import paired_difference
 from .tasks import TASKS, Task
 
 RUN_SETTINGS = "run.json"
+# Beside train.spacy and dev.spacy: what they were made from (corpus_source).
+CORPUS_RECORD = "corpus.json"
+
+
+def _file_fingerprint(path: Path) -> Dict[str, Any]:
+    """Size and SHA-256 of a file: its content, wherever it was copied to
+    (an mtime would change with every copy and miss an edit in the same
+    second)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
+    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def corpus_source(
+    task: Task, data_dir: Path, train_limit: Optional[int] = None, dev_limit: Optional[int] = None
+) -> Dict[str, Any]:
+    """Everything the prepared corpus of a task depends on: the task and its
+    reader, the converter version, the source files (relative to data_dir,
+    with size and SHA-256) and the limits. Equal sources give equal corpora.
+    A missing source file raises FileNotFoundError naming it."""
+    files = {"train": task.train_file} if task.dev_file is None else {"train": task.train_file, "dev": task.dev_file}
+    return {
+        "task": task.name,
+        "reader": task.reader,
+        "converter_version": CONVERTER_VERSION,
+        "files": {part: {"file": name, **_file_fingerprint(data_dir / name)} for part, name in files.items()},
+        "train_limit": train_limit,
+        "dev_limit": dev_limit,
+        "dev_carved": task.dev_carved,
+    }
+
+
+def prepared_corpus_is_current(
+    task: Task, data_dir: Path, output_dir: Path, train_limit: Optional[int] = None, dev_limit: Optional[int] = None
+) -> bool:
+    """Whether output_dir holds train.spacy and dev.spacy prepared from the
+    same sources and limits (its corpus.json says so). A corpus without a
+    readable record (an older version's, or one interrupted while its files
+    were replaced) is not current."""
+    record_path = output_dir / CORPUS_RECORD
+    if not all(path.is_file() for path in (record_path, output_dir / "train.spacy", output_dir / "dev.spacy")):
+        return False
+    try:
+        record = json.loads(record_path.read_text(encoding="utf8"))
+    except (OSError, ValueError):  # unreadable, not UTF-8 or not JSON: prepare again
+        return False
+    return isinstance(record, dict) and record.get("source") == corpus_source(task, data_dir, train_limit, dev_limit)
 
 
 def prepare_corpus(
@@ -29,16 +82,35 @@ def prepare_corpus(
     train_limit: Optional[int] = None,
     dev_limit: Optional[int] = None,
 ) -> Tuple[Path, Path]:
-    """Convert a task's files under data_dir to output_dir/{train,dev}.spacy."""
+    """Convert a task's files under data_dir to output_dir/{train,dev}.spacy
+    and record what they were made from in output_dir/corpus.json.
+
+    Both files are converted into a staging directory inside output_dir and
+    moved into place (os.replace, atomic within a file system) only after
+    both conversions succeeded: a bad source file leaves the previous corpus
+    as it was, never a new dev set beside an old training set nor a
+    half-written file. The old record goes before the moves and the new one
+    comes after them, so a corpus interrupted in between has no record and
+    `prepared_corpus_is_current` says to prepare it again.
+    """
+    source = corpus_source(task, data_dir, train_limit, dev_limit)
     train_path, dev_path = output_dir / "train.spacy", output_dir / "dev.spacy"
     train_source = data_dir / task.train_file
-    if task.dev_file is None:
-        dev_size = task.dev_carved if dev_limit is None else min(dev_limit, task.dev_carved)
-        convert(task.reader, train_source, dev_path, offset=0, limit=dev_size)
-        convert(task.reader, train_source, train_path, offset=task.dev_carved, limit=train_limit)
-    else:
-        convert(task.reader, data_dir / task.dev_file, dev_path, limit=dev_limit)
-        convert(task.reader, train_source, train_path, limit=train_limit)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=output_dir, prefix=".prepare-") as staging:
+        staged_train, staged_dev = Path(staging) / train_path.name, Path(staging) / dev_path.name
+        if task.dev_file is None:
+            dev_size = task.dev_carved if dev_limit is None else min(dev_limit, task.dev_carved)
+            n_dev = convert(task.reader, train_source, staged_dev, offset=0, limit=dev_size)
+            n_train = convert(task.reader, train_source, staged_train, offset=task.dev_carved, limit=train_limit)
+        else:
+            n_dev = convert(task.reader, data_dir / task.dev_file, staged_dev, limit=dev_limit)
+            n_train = convert(task.reader, train_source, staged_train, limit=train_limit)
+        (output_dir / CORPUS_RECORD).unlink(missing_ok=True)
+        os.replace(staged_dev, dev_path)
+        os.replace(staged_train, train_path)
+    record = {"source": source, "documents": {"train": n_train, "dev": n_dev}, "data_dir": str(data_dir)}
+    write_atomically(output_dir / CORPUS_RECORD, json.dumps(record, indent=2).encode("utf8"))
     return train_path, dev_path
 
 
@@ -97,9 +169,11 @@ def train_run(
     gpu_id: int = -1,
     extra: Optional[Dict[str, Any]] = None,
     force: bool = False,
+    log_path: Optional[Path] = None,
 ) -> Path:
     """Train one variant with one seed; returns the run directory. A run that
-    finished with the same settings is kept, not retrained."""
+    finished with the same settings is kept, not retrained. With log_path,
+    the output of `spacy train` goes to that file instead of the terminal."""
     config_path = configs_dir / f"{task}_{variant}.cfg"
     run_dir = output_dir / variant / f"seed{seed}"
     settings = {
@@ -125,7 +199,7 @@ def train_run(
                "--gpu-id", str(gpu_id), *train_overrides(config_path, settings, extra)]
     print("Running:", " ".join(command), flush=True)
     started = time.time()
-    subprocess.run(command, check=True)
+    _run_command(command, log_path)
     record["train_seconds"] = round(time.time() - started, 1)
     settings_file.write_text(json.dumps(record, indent=2), encoding="utf8")
     return run_dir
@@ -141,33 +215,52 @@ def evaluate_runs(
     """Evaluate the last model of every finished run of a task on the dev
     set, and write one record per run to metrics_dir/{variant}/seed{n}.json
     (a run evaluated before, with the same settings, is not evaluated again)."""
-    records = []
-    for run_dir in finished_runs(training_dir):
-        run = json.loads((run_dir / RUN_SETTINGS).read_text(encoding="utf8"))
-        output = metrics_dir / run["variant"] / f"seed{run['seed']}.json"
-        if output.exists():
-            previous = json.loads(output.read_text(encoding="utf8"))
-            if {key: previous.get(key) for key in run} == run:
-                records.append(previous)  # this run was evaluated already
-                continue
-        scores_file = run_dir / "dev-scores.json"
-        subprocess.run(
-            [sys.executable, "-m", "spacy", "evaluate", str(run_dir / "model-last"),
-             str(corpus_dir / "dev.spacy"), "--output", str(scores_file), "--gpu-id", str(gpu_id)],
-            check=True,
-        )
-        scores = json.loads(scores_file.read_text(encoding="utf8"))
-        metric = TASKS[task].metric
-        record = {**run, "metric": metric, "score": scores[metric], "scores": scores,
-                  "evaluated_on": str(corpus_dir / "dev.spacy"), "model": str(run_dir / "model-last")}
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(record, indent=2), encoding="utf8")
-        records.append(record)
-    return records
+    return [evaluate_run(task, run_dir, corpus_dir, metrics_dir, gpu_id) for run_dir in finished_runs(training_dir)]
 
 
-# The baseline first, then the paper's comparison order; unknown variants follow alphabetically.
-VARIANT_ORDER = ("vanilla", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "sla-noneighbours", "sla-nopunct")
+def evaluate_run(
+    task: str, run_dir: Path, corpus_dir: Path, metrics_dir: Path, gpu_id: int = -1, log_path: Optional[Path] = None
+) -> Dict[str, Any]:
+    """Evaluate the last model of one finished run on the dev set and write
+    its record to metrics_dir/{variant}/seed{n}.json, or return the record
+    written before for the same settings. With log_path, the output of
+    `spacy evaluate` goes to that file."""
+    run = json.loads((run_dir / RUN_SETTINGS).read_text(encoding="utf8"))
+    output = metrics_dir / run["variant"] / f"seed{run['seed']}.json"
+    if output.exists():
+        previous = json.loads(output.read_text(encoding="utf8"))
+        if {key: previous.get(key) for key in run} == run:
+            return previous  # this run was evaluated already
+    scores_file = run_dir / "dev-scores.json"
+    _run_command(
+        [sys.executable, "-m", "spacy", "evaluate", str(run_dir / "model-last"),
+         str(corpus_dir / "dev.spacy"), "--output", str(scores_file), "--gpu-id", str(gpu_id)],
+        log_path,
+    )
+    scores = json.loads(scores_file.read_text(encoding="utf8"))
+    metric = TASKS[task].metric
+    record = {**run, "metric": metric, "score": scores[metric], "scores": scores,
+              "evaluated_on": str(corpus_dir / "dev.spacy"), "model": str(run_dir / "model-last")}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(record, indent=2), encoding="utf8")
+    return record
+
+
+def _run_command(command: List[str], log_path: Optional[Path]) -> None:
+    """Run a spaCy command, failing with CalledProcessError; its output goes
+    to the terminal, or to log_path (a run on a Ray worker has no terminal,
+    and a failed run is reported with the log's tail)."""
+    if log_path is None:
+        subprocess.run(command, check=True)
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w", encoding="utf8") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+
+
+# The baseline first (the spaCy pipeline, then the plain transformers + torch fine-tune of
+# research/baseline.py), then the paper's comparison order; unknown variants follow alphabetically.
+VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "sla-noneighbours", "sla-nopunct")
 
 
 def _row_order(key: Tuple[str, str]) -> Tuple[str, int, str]:
@@ -201,6 +294,11 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     for row in rows:
         vanilla = next((r for r in rows if r["task"] == row["task"] and r["variant"] == "vanilla"), None)
         row["delta_vs_vanilla"] = None if vanilla is None else row["mean"] - vanilla["mean"]
+        # Seed-paired differences to vanilla with a 95% t-interval (research/intervals.py).
+        row["paired_vs_vanilla"] = (
+            None if vanilla is None or row["variant"] == "vanilla"
+            else paired_difference(dict(zip(row["seeds"], row["scores"])), dict(zip(vanilla["seeds"], vanilla["scores"])))
+        )
     return rows
 
 
@@ -215,18 +313,36 @@ def _common_settings(group: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     return shared
 
 
+# How a variant is named in the table where its key says too little.
+VARIANT_LABELS = {"plain": "plain fine-tune"}
+
+
+def _paired_cell(paired: Optional[Dict[str, Any]]) -> Tuple[str, str]:
+    """(paired Δ with its 95% interval and n, verdict) for the table, ×100."""
+    if paired is None:
+        return "", ""
+    if paired["n"] == 0:
+        return "no common seed", paired["verdict"]
+    if paired["half_width"] is None:
+        return f"{100 * paired['mean']:+.2f} (n=1)", paired["verdict"]
+    return (f"{100 * paired['mean']:+.2f} ± {100 * paired['half_width']:.2f} "
+            f"[{100 * paired['low']:+.2f}, {100 * paired['high']:+.2f}] (n={paired['n']})", paired["verdict"])
+
+
 def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
     lines = [
-        "| task | variant | metric | mean ± std (×100) | Δ vs vanilla | seeds | per seed | train s/run |",
-        "|---|---|---|---|---|---|---|---|",
+        "| task | variant | metric | mean ± std (×100) | Δ vs vanilla | paired Δ ± 95% CI [interval] | verdict | seeds | per seed | train s/run |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         delta = "" if row["delta_vs_vanilla"] is None or row["variant"] == "vanilla" else f"{100 * row['delta_vs_vanilla']:+.2f}"
+        paired, verdict = _paired_cell(row.get("paired_vs_vanilla"))
         per_seed = ", ".join(f"{100 * s:.2f}" for s in row["scores"])
         spread = "n/a" if row["std"] is None else f"{100 * row['std']:.2f}"
         lines.append(
-            f"| {row['task']} | {row['variant']} | {row['metric']} | {100 * row['mean']:.2f} ± {spread} "
-            f"| {delta} | {len(row['seeds'])} | {per_seed} | {row['train_seconds_mean']:.0f} |"
+            f"| {row['task']} | {VARIANT_LABELS.get(row['variant'], row['variant'])} | {row['metric']} "
+            f"| {100 * row['mean']:.2f} ± {spread} | {delta} | {paired} | {verdict} | {len(row['seeds'])} "
+            f"| {per_seed} | {row['train_seconds_mean']:.0f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -243,7 +359,10 @@ def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
     transformers = sorted({r["settings"].get("paths.transformer", "") for r in records})
     text = (
         f"# Comparison ({len(records)} runs)\n\n"
-        "Scores of the last model of each run on the dev set, ×100: mean ± sample standard deviation over seeds (n/a for a single seed).\n\n"
+        "Scores of the last model of each run on the dev set, ×100: mean ± sample standard deviation over seeds (n/a for a single seed). "
+        "Paired Δ: the mean of the per-seed differences to vanilla over the seeds both have, ± the half-width of its 95% t-interval; "
+        "verdict \"better\" or \"worse\" only where that interval excludes 0, \"not shown\" where it covers 0, "
+        "\"not shown (n<2)\" with fewer than two paired seeds.\n\n"
         + markdown_table(rows)
         + "\nTransformer(s): " + ", ".join(transformers) + "\n\nSettings per row:\n" + "\n".join(settings_lines) + "\n"
     )
