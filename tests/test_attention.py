@@ -15,7 +15,7 @@ from transformers import (
     RobertaModel,
 )
 
-from spacy_sla.layers import AttentionSlot, SyntaxAwareAttention, SyntaxAwareTransformer
+from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, SyntaxAwareTransformer, attending
 from spacy_sla.layers.attention import BertStyleSelfAttention
 
 SIZES = dict(num_hidden_layers=3, num_attention_heads=4, intermediate_size=48, vocab_size=50)
@@ -75,8 +75,7 @@ def reference_attention(hidden, query, key, value, gate, key_is_real, local_visi
 @pytest.mark.parametrize("output_attentions", [False, True])
 def test_gated_attention_follows_the_formulas(output_attentions):
     torch.manual_seed(3)
-    slot = AttentionSlot()
-    attention = SyntaxAwareAttention(hidden_size=16, n_heads=2, dropout_prob=0.5, slot=slot).eval()
+    attention = SyntaxAwareAttention(hidden_size=16, n_heads=2, dropout_prob=0.5).eval()
     with torch.no_grad():
         attention.gate.weight.normal_(std=0.5)
         attention.gate.bias.fill_(0.3)
@@ -84,8 +83,7 @@ def test_gated_attention_follows_the_formulas(output_attentions):
     query, key, value = (torch.randn(2, 2, 9, 8) for _ in range(3))
     _, attention_mask = batch_inputs()
     local_visible = random_local_mask()
-    slot.fill(attention_mask, local_visible)
-    with torch.no_grad():
+    with torch.no_grad(), attending(AttentionBatch.from_inputs(attention_mask, local_visible)):
         context, probs = attention.attend(hidden, query, key, value, output_attentions)
         expected = reference_attention(
             hidden, query, key, value, attention.gate, attention_mask.bool(), local_visible
@@ -104,13 +102,11 @@ def test_gated_attention_follows_the_formulas(output_attentions):
 
 
 def test_without_a_local_mask_only_global_attention_runs():
-    slot = AttentionSlot()
-    attention = SyntaxAwareAttention(hidden_size=16, n_heads=2, dropout_prob=0.0, slot=slot).eval()
+    attention = SyntaxAwareAttention(hidden_size=16, n_heads=2, dropout_prob=0.0).eval()
     hidden = torch.randn(2, 9, 16)
     query, key, value = (torch.randn(2, 2, 9, 8) for _ in range(3))
     _, attention_mask = batch_inputs()
-    slot.fill(attention_mask, None)
-    with torch.no_grad():
+    with torch.no_grad(), attending(AttentionBatch.from_inputs(attention_mask, None)):
         context, _ = attention.attend(hidden, query, key, value)
         everything = torch.ones(2, 9, 9, dtype=torch.bool)
         expected = reference_attention(hidden, query, key, value, attention.gate, attention_mask.bool(), everything)
@@ -118,9 +114,26 @@ def test_without_a_local_mask_only_global_attention_runs():
 
 
 def test_attention_outside_a_forward_pass_is_refused():
-    attention = SyntaxAwareAttention(16, 2, 0.0, AttentionSlot())
+    attention = SyntaxAwareAttention(16, 2, 0.0)
     with pytest.raises(RuntimeError, match="outside"):
         attention.attend(torch.randn(1, 3, 16), *(torch.randn(1, 2, 3, 8) for _ in range(3)))
+
+
+def test_the_active_batch_belongs_to_the_call_and_is_restored_afterwards():
+    sla = SyntaxAwareTransformer(tiny_encoder("bert")).eval()
+    attention = sla.sla_modules()[0]
+    input_ids, attention_mask = batch_inputs()
+    outer = AttentionBatch.from_inputs(attention_mask, random_local_mask(), record_gates=True)
+    hidden = torch.randn(2, 9, 32)
+    query, key, value = (torch.randn(2, 4, 9, 8) for _ in range(3))
+    with torch.no_grad(), attending(outer):
+        # a nested forward pass has its own batch and leaves the outer one active
+        inner = sla(input_ids, attention_mask, local_mask=torch.eye(9, dtype=torch.bool).expand(2, 9, 9), record_gates=True)
+        assert inner.gates.shape == (3, 2, 9) and outer.gates == []
+        attention.attend(hidden, query, key, value)
+    assert len(outer.gates) == 1
+    with pytest.raises(RuntimeError, match="outside"):
+        attention.attend(hidden, query, key, value)
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta", "electra", "distilbert"])

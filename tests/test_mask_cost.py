@@ -7,7 +7,7 @@ import spacy_sla.dependency_tree as dependency_tree
 import spacy_sla.layers.transformer_model as transformer_model
 from spacy_sla import SyntaxMask
 from spacy_sla.data_classes import SyntaxInputs
-from spacy_sla.layers.attention import AttentionSlot, SyntaxAwareAttention
+from spacy_sla.layers.attention import AttentionBatch, SyntaxAwareAttention
 
 from util import english_vocab, sla_nlp, the_cat_sat
 
@@ -52,11 +52,11 @@ def test_the_forward_pass_builds_and_copies_the_inputs_once_for_all_layers(tiny_
     assert len(model.transformer.sla_modules()) == 2
     builds = Recorder(monkeypatch, transformer_model, "build_syntax_inputs")
     copies = Recorder(monkeypatch, SyntaxInputs, "to_torch")
-    fills = Recorder(monkeypatch, AttentionSlot, "fill")
+    fills = Recorder(monkeypatch, AttentionBatch, "from_inputs")
     attends = Recorder(monkeypatch, SyntaxAwareAttention, "attend")
     model.predict([long_doc(), the_cat_sat(english_vocab())])
     assert len(builds.calls) == 1 and len(copies.calls) == 1 and len(fills.calls) == 1
-    assert len(attends.calls) == 2  # one per layer, each reading the slot
-    local_mask = fills.calls[0][0][2]  # fill(self, attention_mask, local_mask, ...)
+    assert len(attends.calls) == 2  # one per layer, each reading the batch
+    local_mask = fills.calls[0][0][1]  # from_inputs(attention_mask, local_mask, ...)
     # a torch tensor for the whole batch (6 spans + 1), copied before the layers run
     assert isinstance(local_mask, torch.Tensor) and local_mask.dtype == torch.bool and local_mask.shape[0] == 7

@@ -1,11 +1,12 @@
-from .attention import AttentionSlot, SyntaxAwareAttention
+from .attention import AttentionBatch, SyntaxAwareAttention, attending
 from .syntax_aware_transformer import ATTENTION_FAMILIES, SyntaxAwareTransformer
 from .transformer_model import SLATransformerModel
 
 __all__ = [
     "ATTENTION_FAMILIES",
-    "AttentionSlot",
+    "AttentionBatch",
     "SLATransformerModel",
     "SyntaxAwareAttention",
     "SyntaxAwareTransformer",
+    "attending",
 ]

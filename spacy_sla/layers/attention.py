@@ -11,14 +11,20 @@ with a learned gate,
 before the layer's usual output projection. A layer may also supervise one
 head's attention with the tokens' syntactic heads (LISA): the cross-entropy
 of that head's attention distribution against the parent pieces is added to
-the slot's auxiliary losses.
+the batch's auxiliary losses.
 
-The inputs of a forward pass arrive through an AttentionSlot shared by all
-wrapped layers: the wrapping SyntaxAwareTransformer fills it once per batch,
-so no layer builds or copies a mask.
+The inputs of a forward pass (and what its layers report back: gates and
+auxiliary losses) live in an AttentionBatch that belongs to that call: the
+wrapping SyntaxAwareTransformer makes one per forward pass and makes it the
+active batch of the calling thread (a context variable) while its encoder
+runs, so no layer builds or copies a mask, and threads that share one model
+never see each other's batches.
 """
 import math
-from typing import List, Optional, Tuple
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -28,50 +34,71 @@ from ..data_classes import IGNORED_TARGET
 from ..errors import Errors
 
 
-class AttentionSlot:
-    """The syntax inputs of the batch in flight.
+@dataclass
+class AttentionBatch:
+    """The syntax inputs of one forward pass, and its per-call outputs.
 
     global_mask: (batch, 1, 1, n_pieces) bool, the keys that are not padding.
     local_mask: (batch, 1, n_pieces, n_pieces) bool, or None.
     local_buckets: (batch, n_pieces, n_pieces) tree-distance bucket ids, or None.
     parent_targets: (batch, n_pieces) the piece each piece's token depends
         on, IGNORED_TARGET where there is none; or None.
-    auxiliary_losses: filled by supervised heads during the pass.
-    record_gates: whether local branches keep their gate values in `gates`
-        ((batch, n_pieces) per layer, NaN where a batch has no local input).
+    record_gates: whether local branches append their gate values to `gates`
+        ((batch, n_pieces) per layer, NaN where the batch has no local input).
+    auxiliary_losses: appended to by supervised heads during the pass.
     """
 
-    def __init__(self) -> None:
-        self.clear()
+    global_mask: torch.Tensor
+    local_mask: Optional[torch.Tensor] = None
+    local_buckets: Optional[torch.Tensor] = None
+    parent_targets: Optional[torch.Tensor] = None
+    record_gates: bool = False
+    gates: List[torch.Tensor] = field(default_factory=list)
+    auxiliary_losses: List[torch.Tensor] = field(default_factory=list)
 
-    def fill(
-        self,
+    @classmethod
+    def from_inputs(
+        cls,
         attention_mask: torch.Tensor,
         local_mask: Optional[torch.Tensor] = None,
         local_buckets: Optional[torch.Tensor] = None,
         parent_targets: Optional[torch.Tensor] = None,
         record_gates: bool = False,
-    ) -> None:
+    ) -> "AttentionBatch":
+        """From the encoder's (batch, n_pieces) padding mask and the batch's
+        (batch, n_pieces, n_pieces) syntax inputs."""
         real = attention_mask.bool()
         keys = real[:, None, None, :]
-        self.global_mask = keys
         # Padding queries attend like global ones: no softmax row is ever
         # empty, so no NaN can reach the backward pass.
-        self.local_mask = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
-        self.local_buckets = local_buckets
-        self.parent_targets = parent_targets
-        self.auxiliary_losses = []
-        self.record_gates = record_gates
-        self.gates = []
+        local = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
+        return cls(keys, local, local_buckets, parent_targets, record_gates)
 
-    def clear(self) -> None:
-        self.global_mask: Optional[torch.Tensor] = None
-        self.local_mask: Optional[torch.Tensor] = None
-        self.local_buckets: Optional[torch.Tensor] = None
-        self.parent_targets: Optional[torch.Tensor] = None
-        self.auxiliary_losses: List[torch.Tensor] = []
-        self.record_gates = False
-        self.gates: List[torch.Tensor] = []
+
+# The batch of the forward pass running in this thread (context variables
+# are per thread, and per asyncio task).
+_ACTIVE_BATCH: ContextVar[Optional[AttentionBatch]] = ContextVar("spacy_sla_attention_batch", default=None)
+
+
+@contextmanager
+def attending(batch: AttentionBatch) -> Iterator[AttentionBatch]:
+    """Make `batch` the one the wrapped layers read, for the duration of the
+    block (in this thread only); the previous one is restored afterwards."""
+    token = _ACTIVE_BATCH.set(batch)
+    try:
+        yield batch
+    finally:
+        _ACTIVE_BATCH.reset(token)
+
+
+def active_batch() -> AttentionBatch:
+    batch = _ACTIVE_BATCH.get()
+    if batch is None:
+        raise RuntimeError(
+            "The SLA attention was called outside SyntaxAwareTransformer.forward, "
+            "which provides its masks."
+        )
+    return batch
 
 
 class SyntaxAwareAttention(nn.Module):
@@ -95,7 +122,6 @@ class SyntaxAwareAttention(nn.Module):
         hidden_size: int,
         n_heads: int,
         dropout_prob: float,
-        slot: AttentionSlot,
         initializer_range: float = 0.02,
         local: bool = True,
         local_bias: Optional[nn.Module] = None,
@@ -105,7 +131,6 @@ class SyntaxAwareAttention(nn.Module):
         self.n_heads = n_heads
         self.head_size = hidden_size // n_heads
         self.dropout_prob = dropout_prob
-        self.slot = slot
         self.supervised_head = supervised_head
         self.local_bias = local_bias
         self.gate = nn.Linear(hidden_size, 1) if local else None
@@ -125,17 +150,17 @@ class SyntaxAwareAttention(nn.Module):
         """(batch, n_pieces, 1): the weight of the local branch per token."""
         return torch.sigmoid(self.gate(hidden_states))
 
-    def local_attention_mask(self, dtype: torch.dtype) -> Optional[torch.Tensor]:
+    def local_attention_mask(self, batch: AttentionBatch, dtype: torch.dtype) -> Optional[torch.Tensor]:
         """The local branch's mask for SDPA (bool, or an additive float bias),
         or None when this batch has no local input."""
         if self.gate is None:
             return None
         if self.local_bias is not None:
-            if self.slot.local_buckets is None:
+            if batch.local_buckets is None:
                 return None
-            bias = self.local_bias(self.slot.local_buckets).to(dtype)
-            return bias.masked_fill(~self.slot.global_mask, torch.finfo(dtype).min)
-        return self.slot.local_mask
+            bias = self.local_bias(batch.local_buckets).to(dtype)
+            return bias.masked_fill(~batch.global_mask, torch.finfo(dtype).min)
+        return batch.local_mask
 
     def attend(
         self,
@@ -148,57 +173,56 @@ class SyntaxAwareAttention(nn.Module):
         """query, key, value: (batch, heads, n_pieces, head_size). Returns the
         merged context (batch, n_pieces, hidden) and, with output_attentions,
         the mixed attention probabilities (batch, heads, n_pieces, n_pieces)."""
-        if self.slot.global_mask is None:
-            raise RuntimeError(
-                "The SLA attention was called outside SyntaxAwareTransformer.forward, "
-                "which provides its masks."
-            )
-        if self.supervised_head is not None and self.slot.parent_targets is not None and torch.is_grad_enabled():
-            self.slot.auxiliary_losses.append(self.parent_loss(query, key))
-        local_mask = self.local_attention_mask(query.dtype)
+        batch = active_batch()
+        if self.supervised_head is not None and batch.parent_targets is not None and torch.is_grad_enabled():
+            batch.auxiliary_losses.append(self.parent_loss(batch, query, key))
+        local_mask = self.local_attention_mask(batch, query.dtype)
         dropout = self.dropout_prob if self.training else 0.0
         if output_attentions or not self.use_fused_attention:
-            context, probs = self._attend_with_probabilities(hidden_states, query, key, value, local_mask, dropout)
+            context, probs = self._attend_with_probabilities(
+                batch, hidden_states, query, key, value, local_mask, dropout
+            )
             return context, probs if output_attentions else None
         global_context = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=self.slot.global_mask, dropout_p=dropout
+            query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
         )
         if local_mask is None:
-            self._record_unused_gate(hidden_states)
+            self._record_unused_gate(batch, hidden_states)
             return self.merge_heads(global_context), None
         local_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=local_mask, dropout_p=dropout
         )
-        gate = self._gate(hidden_states)
+        gate = self._gate(batch, hidden_states)
         # g * local + (1 - g) * global in one fused op, before merging heads
         mixed = torch.lerp(global_context, local_context, gate.to(global_context.dtype))
         return self.merge_heads(mixed), None
 
-    def _gate(self, hidden_states: torch.Tensor) -> torch.Tensor:
+    def _gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, 1, n_pieces, 1): the gate, broadcastable over heads."""
         gate = self.gate_values(hidden_states)
-        if self.slot.record_gates:
-            self.slot.gates.append(gate[..., 0].detach().float())
+        if batch.record_gates:
+            batch.gates.append(gate[..., 0].detach().float())
         return gate[:, None]
 
-    def _record_unused_gate(self, hidden_states: torch.Tensor) -> None:
-        if self.slot.record_gates and self.gate is not None:
-            self.slot.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
+    def _record_unused_gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> None:
+        if batch.record_gates and self.gate is not None:
+            batch.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
 
-    def parent_loss(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    def parent_loss(self, batch: AttentionBatch, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
         """Cross-entropy of the supervised head's attention distribution
         against the parent piece of each piece that has one."""
         head = self.supervised_head
         scores = query[:, head] @ key[:, head].transpose(-1, -2) / math.sqrt(self.head_size)
-        scores = scores.float().masked_fill(~self.slot.global_mask[:, 0], torch.finfo(torch.float32).min)
+        scores = scores.float().masked_fill(~batch.global_mask[:, 0], torch.finfo(torch.float32).min)
         log_probs = scores.log_softmax(-1)
-        targets = self.slot.parent_targets
+        targets = batch.parent_targets
         if (targets == IGNORED_TARGET).all():
             return log_probs.sum() * 0.0
         return F.nll_loss(log_probs.flatten(0, 1), targets.flatten(), ignore_index=IGNORED_TARGET)
 
     def _attend_with_probabilities(
         self,
+        batch: AttentionBatch,
         hidden_states: torch.Tensor,
         query: torch.Tensor,
         key: torch.Tensor,
@@ -210,12 +234,12 @@ class SyntaxAwareAttention(nn.Module):
         is per query row, so mixing the probabilities equals mixing the
         contexts, and one product with the values serves both branches."""
         scores = (query @ key.transpose(-1, -2)).mul_(1.0 / math.sqrt(self.head_size))
-        scores = scores.masked_fill(~self.slot.global_mask, float("-inf"))  # every row has a real key
+        scores = scores.masked_fill(~batch.global_mask, float("-inf"))  # every row has a real key
         # Softmax is invariant to the shift, so the row maximum needs no gradient.
         exponent = (scores - scores.amax(-1, keepdim=True).detach()).exp()
         probs = exponent / exponent.sum(-1, keepdim=True)
         if local_mask is None:
-            self._record_unused_gate(hidden_states)
+            self._record_unused_gate(batch, hidden_states)
             probs = F.dropout(probs, dropout, self.training)
             return self.merge_heads(probs @ value), probs
         if local_mask.dtype == torch.bool:
@@ -226,7 +250,7 @@ class SyntaxAwareAttention(nn.Module):
             local_probs = local_exponent / normaliser
         else:
             local_probs = (scores + local_mask).softmax(-1)
-        gate = self._gate(hidden_states).to(probs.dtype)
+        gate = self._gate(batch, hidden_states).to(probs.dtype)
         probs = torch.lerp(
             F.dropout(probs, dropout, self.training), F.dropout(local_probs, dropout, self.training), gate
         )
@@ -238,12 +262,11 @@ class BertStyleSelfAttention(SyntaxAwareAttention):
     CamemBERT and ELECTRA layers (eager or SDPA); the output projection
     stays in the layer's `attention.output`."""
 
-    def __init__(self, original: nn.Module, config, slot: AttentionSlot, **options):
+    def __init__(self, original: nn.Module, config, **options):
         super().__init__(
             original.all_head_size,
             original.num_attention_heads,
             config.attention_probs_dropout_prob,
-            slot,
             config.initializer_range,
             **options,
         )
@@ -262,8 +285,9 @@ class BertStyleSelfAttention(SyntaxAwareAttention):
         output_attentions: bool = False,
         **kwargs,
     ) -> Tuple[torch.Tensor, ...]:
-        # attention_mask is the model's additive padding mask; the slot holds
-        # the same information as a boolean mask, shared by both branches.
+        # attention_mask is the model's additive padding mask; the active
+        # AttentionBatch holds the same information as a boolean mask, shared
+        # by both branches.
         if head_mask is not None:
             raise ValueError(Errors.E010)
         context, probs = self.attend(
@@ -280,10 +304,8 @@ class DistilBertStyleAttention(SyntaxAwareAttention):
     """Replaces DistilBERT's `attention` module, which also holds the output
     projection: the mixing happens before it."""
 
-    def __init__(self, original: nn.Module, config, slot: AttentionSlot, **options):
-        super().__init__(
-            original.dim, original.n_heads, config.attention_dropout, slot, config.initializer_range, **options
-        )
+    def __init__(self, original: nn.Module, config, **options):
+        super().__init__(original.dim, original.n_heads, config.attention_dropout, config.initializer_range, **options)
         self.q_lin = original.q_lin
         self.k_lin = original.k_lin
         self.v_lin = original.v_lin

@@ -11,10 +11,11 @@ from transformers import AutoModel, PretrainedConfig, PreTrainedModel
 from ..data_classes import ParentAttention
 from ..errors import Errors
 from .attention import (
-    AttentionSlot,
+    AttentionBatch,
     BertStyleSelfAttention,
     DistilBertStyleAttention,
     SyntaxAwareAttention,
+    attending,
 )
 from .syntax_guided import SyntaxGuidedLayer
 
@@ -126,7 +127,9 @@ class SyntaxAwareTransformer(nn.Module):
     During training with parent targets, the weighted parent-attention loss
     is attached to the output as `auxiliary_loss`; with record_gates, the
     gate values as `gates` (attributes, not output keys, so that
-    spacy-transformers does not treat them as tensor outputs).
+    spacy-transformers does not treat them as tensor outputs). Everything a
+    forward pass reads or reports belongs to that call, so several threads
+    may run the same module at once (in eval mode).
     """
 
     def __init__(
@@ -144,7 +147,6 @@ class SyntaxAwareTransformer(nn.Module):
         self.transformer = transformer
         self.sla_layers = resolve_layers(sla_layers, len(layers))
         self.parent_attention = _resolve_parent_attention(parent_attention, len(layers), config.num_attention_heads)
-        self.slot = AttentionSlot()
         supervised_layer = None if self.parent_attention is None else self.parent_attention.layer
         for index in sorted(set(self.sla_layers) | {supervised_layer} - {None}):
             holder = family.holder(layers[index])
@@ -154,7 +156,6 @@ class SyntaxAwareTransformer(nn.Module):
             replacement = family.replacement(
                 original,
                 config,
-                self.slot,
                 local=local,
                 local_bias=local_bias(config.num_attention_heads) if local and local_bias is not None else None,
                 supervised_head=self.parent_attention.head if index == supervised_layer else None,
@@ -224,21 +225,19 @@ class SyntaxAwareTransformer(nn.Module):
             inputs["token_type_ids"] = token_type_ids
         if output_attentions:
             inputs["output_attentions"] = True
-        self.slot.fill(attention_mask, local_mask, local_buckets, parent_targets, record_gates)
-        try:
+        batch = AttentionBatch.from_inputs(attention_mask, local_mask, local_buckets, parent_targets, record_gates)
+        # The wrapped layers read this call's batch, in this thread only.
+        with attending(batch):
             output = self.transformer(**inputs)
-            if self.guided_layer is not None:
-                output.last_hidden_state = self.guided_layer(
-                    output.last_hidden_state, _guided_visibility(attention_mask, guide_mask)
-                )
-            if self.slot.gates:
-                output.gates = torch.stack(self.slot.gates)  # (n_sla_layers, batch, n_pieces)
-            if self.slot.auxiliary_losses:
-                output.auxiliary_loss = self.parent_attention.weight * torch.stack(self.slot.auxiliary_losses).sum()
-            return output
-        finally:
-            # The inputs belong to this batch only.
-            self.slot.clear()
+        if self.guided_layer is not None:
+            output.last_hidden_state = self.guided_layer(
+                output.last_hidden_state, _guided_visibility(attention_mask, guide_mask)
+            )
+        if batch.gates:
+            output.gates = torch.stack(batch.gates)  # (n_sla_layers, batch, n_pieces)
+        if batch.auxiliary_losses:
+            output.auxiliary_loss = self.parent_attention.weight * torch.stack(batch.auxiliary_losses).sum()
+        return output
 
 
 def _guided_visibility(attention_mask: torch.Tensor, guide_mask: Optional[torch.Tensor]) -> torch.Tensor:

@@ -11,7 +11,9 @@ The readers are generators. They validate lazily, as the Docs are consumed,
 except `read_conllu`, which validates the whole file first because spaCy's
 CoNLL-U converter looks at the whole file before it yields the first Doc.
 """
+import os
 import re
+import secrets
 from pathlib import Path
 from typing import Callable, Collection, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -24,6 +26,10 @@ from spacy.vocab import Vocab
 from ..errors import Errors
 
 TASKS = ("cola", "sst2", "conll2003", "fce", "conllu")
+# Raise this whenever a reader's output for the same input changes, so that
+# corpora prepared by an earlier version are prepared again (see
+# spacy_sla.research.experiments.prepare_corpus).
+CONVERTER_VERSION = 1
 
 Reader = Callable[[Path, Language], Iterator[Doc]]
 Line = Tuple[int, str]
@@ -406,7 +412,24 @@ def convert(
     for index, doc in enumerate(READERS[task](Path(input_path), nlp)):
         if index >= offset and (end is None or index < end):
             doc_bin.add(doc)
-    output_path = Path(output_path)
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    doc_bin.to_disk(output_path)
+    write_atomically(Path(output_path), doc_bin.to_bytes())
     return len(doc_bin)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same directory
+    and os.replace, so that `path` holds either its old content or all of
+    the new one, never a half-written file (a full disk, an interrupted run)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A fresh name opened with "x" (not tempfile.mkstemp, whose 0600 mode
+    # would outlive the replace): the file gets the usual umask permissions.
+    temporary = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        with temporary.open("xb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    finally:
+        # Gone after the replace; after a failure (also an interrupt) it is removed here.
+        temporary.unlink(missing_ok=True)
