@@ -55,5 +55,6 @@ def baseline_cli(
             settings.validate()
         except ValueError as error:
             msg.fail(str(error), exits=1)
-        record, path = run_baseline(settings, corpus_dir, results_dir, log=msg.text)
+        # flushed at once: the runs are long and usually logged to a file
+        record, path = run_baseline(settings, corpus_dir, results_dir, log=lambda line: print(line, flush=True))
         msg.good(f"{task} {variant} seed {seed}: {record['metric']} = {record['score']:.4f} -> {path}")
