@@ -1,24 +1,40 @@
-"""Vectorised distances in a dependency forest.
+"""Hop distances in a Doc's dependency graph, for any head structure.
 
-A parse is a forest (one tree per sentence). Every path between two tokens of
-a tree goes up from the first token to their lowest common ancestor and down
-to the second one, so the tree distance is
+The local masks use the hop distance between two tokens in the undirected
+graph whose edges join each token to its head (a root, whose head is itself,
+has no edge): the authors' breadth-first search. Every head array a Doc can
+hold is valid input, cycles included.
+
+A parse is nearly always a forest (one tree per sentence), and `Forest`
+answers it vectorised: every path between two tokens of a tree goes up from
+the first token to their lowest common ancestor and down to the second one,
+so the distance is
 
     D(i, j) = min { u + k : up(i, u) == up(j, k) }
 
 where up(t, u) is the u-th ancestor of t. With the ancestor table of a Doc
 (computed once, O(n * depth)), the distances of any block of rows and columns
-are a few vectorised comparisons, with no per-token graph search and no
+are a few vectorised comparisons, with no graph search and no
 n_doc x n_doc matrix.
+
+Anything else (head cycles, which spaCy's parser leaves in Docs that already
+carried a parse, or hand-built Docs) is detected cheaply (pointer jumping
+converges within log2(n) + 2 rounds on a forest, never on a cycle) and
+answered exactly by `GeneralGraph`, a bounded breadth-first search. Every
+loop here has an explicit bound; exceeding it raises [E013] instead of
+hanging.
 """
+import math
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Tuple, Union
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy
 from spacy.attrs import HEAD
 from spacy.tokens import Doc, Span
+
+from .errors import Errors
 
 NO_TOKEN = -1
 
@@ -27,9 +43,10 @@ BoolArray = numpy.ndarray
 
 
 def head_indices(doclike: Union[Doc, Span]) -> IntArray:
-    """Absolute head index of every token of the whole Doc; roots get NO_TOKEN.
+    """Absolute head index of every token of the whole Doc; roots (tokens
+    that are their own head) get NO_TOKEN.
 
-    The Doc's forest is used even for a Span, because the paths between two
+    The Doc's graph is used even for a Span, because the paths between two
     tokens of the span may leave it.
     """
     doc = doclike.doc if isinstance(doclike, Span) else doclike
@@ -39,15 +56,40 @@ def head_indices(doclike: Union[Doc, Span]) -> IntArray:
     return heads
 
 
-def tree_roots(heads: IntArray) -> IntArray:
-    """The root of every token's tree (one tree per sentence), by pointer
-    jumping: O(n log depth), vectorised."""
-    roots = numpy.where(heads == NO_TOKEN, numpy.arange(heads.shape[0]), heads)
-    while True:
+def _jump_bound(n_tokens: int) -> int:
+    """Rounds of pointer jumping after which every pointer of a forest of
+    n_tokens has reached its root (depth <= n - 1 < 2 ** rounds), plus one
+    round to see that nothing changes any more."""
+    return math.ceil(math.log2(max(n_tokens, 1))) + 2
+
+
+def forest_roots(heads: IntArray) -> Optional[IntArray]:
+    """The root of every token's tree if the heads form a forest, else None.
+
+    Pointer jumping: O(n log depth), vectorised. On a forest it converges
+    within _jump_bound rounds with every pointer on a real root; with a cycle
+    it either never converges or settles on tokens of the cycle, which have
+    a head."""
+    n_tokens = heads.shape[0]
+    roots = numpy.where(heads == NO_TOKEN, numpy.arange(n_tokens), heads)
+    for _ in range(_jump_bound(n_tokens)):
         jumped = roots[roots]
         if numpy.array_equal(jumped, roots):
-            return roots
+            break
         roots = jumped
+    else:
+        return None
+    if n_tokens and (heads[roots] != NO_TOKEN).any():
+        return None
+    return roots
+
+
+def tree_roots(heads: IntArray) -> IntArray:
+    """The root of every token's tree; heads must form a forest."""
+    roots = forest_roots(heads)
+    if roots is None:
+        raise ValueError(Errors.E013.format(what="tree_roots", bound=_jump_bound(heads.shape[0])))
+    return roots
 
 
 def ancestor_table(heads: IntArray, depth: int) -> IntArray:
@@ -69,8 +111,11 @@ def _meeting_points(ancestors: IntArray, rows: IntArray, cols: IntArray, max_dis
     on the same token, as one (n_pairs, n_rows, n_cols) comparison."""
     ups, downs = zip(*[(u, total - u) for total in range(max_distance + 1) for u in range(total + 1)])
     ups, downs = numpy.array(ups), numpy.array(downs)
-    up_rows = ancestors[ups][:, rows]
-    meets = (up_rows[:, :, None] == ancestors[downs][:, cols][:, None, :]) & (up_rows != NO_TOKEN)[:, :, None]
+    # Select the tokens before the steps: the arrays stay the size of the
+    # block, whatever the length of the Doc.
+    up_rows = ancestors[: max_distance + 1, rows][ups]
+    down_cols = ancestors[: max_distance + 1, cols][downs]
+    meets = (up_rows[:, :, None] == down_cols[:, None, :]) & (up_rows != NO_TOKEN)[:, :, None]
     return meets, (ups + downs).astype(numpy.int16)
 
 
@@ -80,9 +125,7 @@ def tree_reach(ancestors: IntArray, rows: IntArray, cols: IntArray, threshold: i
     return meets.any(axis=0)
 
 
-def tree_distances(
-    ancestors: IntArray, rows: IntArray, cols: IntArray, max_distance: int
-) -> IntArray:
+def tree_distances(ancestors: IntArray, rows: IntArray, cols: IntArray, max_distance: int) -> IntArray:
     """Tree distance between every row token and column token, for distances
     up to max_distance; farther pairs and pairs in different trees get
     max_distance + 1.
@@ -97,96 +140,265 @@ def tree_distances(
     return numpy.where(meets, lengths[:, None, None], unreachable).min(axis=0)
 
 
-def ancestor_or_self(ancestors: IntArray, rows: IntArray, cols: IntArray) -> BoolArray:
-    """[r, c] is True iff column token c is row token r or one of r's
-    ancestors (the SG-Net mask), given the full-depth ancestor table."""
-    return (ancestors[:, rows][:, :, None] == cols[None, None, :]).any(axis=0)
+def _positions_in(tokens: IntArray, cols: IntArray) -> IntArray:
+    """The position of each token in cols, or -1 where it is not a column:
+    O(len(tokens) log len(cols)), no array of the Doc's length."""
+    if len(cols) == 0:
+        return numpy.full(len(tokens), -1, dtype=numpy.int64)
+    order = numpy.argsort(cols, kind="stable")
+    sorted_cols = cols[order]
+    found = numpy.minimum(numpy.searchsorted(sorted_cols, tokens), len(cols) - 1)
+    return numpy.where(sorted_cols[found] == tokens, order[found], -1)
 
 
-def tree_depth(heads: IntArray) -> int:
-    """The largest number of steps from a token up to its root."""
-    parent = numpy.append(heads, NO_TOKEN)
-    current = numpy.arange(heads.shape[0], dtype=numpy.int64)
-    # A forest over n tokens is at most n - 1 deep; the bound also stops a
-    # malformed (cyclic) head array.
-    for depth in range(heads.shape[0] + 1):
-        current = parent[current]
-        current = current[current != NO_TOKEN]
-        if current.size == 0:
-            return depth
-    raise ValueError("The head indices contain a cycle.")
+class Forest:
+    """A parse whose heads form a forest: vectorised distances from ancestor
+    tables (built lazily, once per depth), ancestors from preorder
+    intervals."""
+
+    is_forest = True
+
+    def __init__(self, heads: IntArray, roots: IntArray):
+        self.heads = heads
+        self.roots = roots
+        self._ancestors: Optional[IntArray] = None
+        self._intervals: Optional[Tuple[IntArray, IntArray]] = None
+
+    def ancestors(self, depth: int) -> IntArray:
+        """The ancestor table with at least depth + 1 rows."""
+        if self._ancestors is None or self._ancestors.shape[0] < depth + 1:
+            self._ancestors = ancestor_table(self.heads, depth)
+        return self._ancestors
+
+    def per_tree(self, rows: IntArray, cols: IntArray) -> Iterator[Tuple[IntArray, IntArray]]:
+        """Positions in rows and in cols of the tokens of each tree that both
+        contain: distances are only ever computed within a sentence."""
+        row_roots, col_roots = self.roots[rows], self.roots[cols]
+        first = row_roots[0] if len(row_roots) else None
+        if first is not None and (row_roots == first).all() and (col_roots == first).all():
+            # one sentence: the usual case for short inputs
+            yield numpy.arange(len(rows)), numpy.arange(len(cols))
+            return
+        for root in numpy.intersect1d(row_roots, col_roots):
+            yield numpy.flatnonzero(row_roots == root), numpy.flatnonzero(col_roots == root)
+
+    def reach(self, rows: IntArray, cols: IntArray, threshold: int) -> BoolArray:
+        reach = numpy.zeros((len(rows), len(cols)), dtype=bool)
+        ancestors = self.ancestors(threshold)
+        for row_positions, col_positions in self.per_tree(rows, cols):
+            reach[numpy.ix_(row_positions, col_positions)] = tree_reach(
+                ancestors, rows[row_positions], cols[col_positions], threshold
+            )
+        return reach
+
+    def distances(self, rows: IntArray, cols: IntArray, max_distance: int) -> IntArray:
+        distances = numpy.full((len(rows), len(cols)), max_distance + 1, dtype=numpy.int16)
+        ancestors = self.ancestors(max_distance)
+        for row_positions, col_positions in self.per_tree(rows, cols):
+            distances[numpy.ix_(row_positions, col_positions)] = tree_distances(
+                ancestors, rows[row_positions], cols[col_positions], max_distance
+            )
+        return distances
+
+    def preorder_intervals(self) -> Tuple[IntArray, IntArray]:
+        """(first, end) per token: its subtree is the tokens whose preorder
+        number lies in [first[t], end[t]). O(n) whatever the depth, where a
+        full ancestor table would be O(n * depth)."""
+        if self._intervals is None:
+            self._intervals = _preorder_intervals(self.heads)
+        return self._intervals
+
+    def ancestor_or_self(self, rows: IntArray, cols: IntArray) -> BoolArray:
+        first, end = self.preorder_intervals()
+        row_first = first[rows][:, None]
+        return (first[cols][None, :] <= row_first) & (row_first < end[cols][None, :])
+
+
+def _preorder_intervals(heads: IntArray) -> Tuple[IntArray, IntArray]:
+    n_tokens = heads.shape[0]
+    order = numpy.argsort(heads, kind="stable")
+    sorted_heads = heads[order]
+    child_starts = numpy.searchsorted(sorted_heads, numpy.arange(n_tokens), side="left").tolist()
+    child_ends = numpy.searchsorted(sorted_heads, numpy.arange(n_tokens), side="right").tolist()
+    children = order.tolist()
+    preorder: List[int] = []
+    stack = numpy.flatnonzero(heads == NO_TOKEN)[::-1].tolist()
+    while stack:
+        if len(preorder) >= n_tokens:
+            # Only reachable if the heads were not a forest after all.
+            raise ValueError(Errors.E013.format(what="preorder_intervals", bound=n_tokens))
+        token = stack.pop()
+        preorder.append(token)
+        stack.extend(reversed(children[child_starts[token] : child_ends[token]]))
+    first = numpy.empty(n_tokens, dtype=numpy.int64)
+    first[preorder] = numpy.arange(len(preorder))
+    # Subtree sizes, children before parents (reverse preorder).
+    sizes = numpy.ones(n_tokens, dtype=numpy.int64)
+    size_list = sizes.tolist()
+    head_list = heads.tolist()
+    for token in reversed(preorder):
+        head = head_list[token]
+        if head != NO_TOKEN:
+            size_list[head] += size_list[token]
+    return first, first + numpy.asarray(size_list, dtype=numpy.int64)
+
+
+class GeneralGraph:
+    """Any head structure (cycles, tokens on several paths to a root): exact
+    hop distances by a breadth-first search bounded by the largest distance
+    asked for, vectorised over (source, token) pairs."""
+
+    is_forest = False
+
+    def __init__(self, heads: IntArray):
+        self.heads = heads
+        n_tokens = heads.shape[0]
+        children = numpy.flatnonzero(heads != NO_TOKEN)
+        sources = numpy.concatenate([children, heads[children]])
+        targets = numpy.concatenate([heads[children], children])
+        order = numpy.lexsort((targets, sources))
+        self.neighbours = targets[order]
+        self.offsets = numpy.searchsorted(sources[order], numpy.arange(n_tokens + 1))
+
+    def _reached(self, rows: IntArray, max_distance: int) -> Tuple[IntArray, IntArray, IntArray]:
+        """(row position, token, distance) for every token within
+        max_distance hops of each row token, each pair once, at its shortest
+        distance."""
+        n_tokens = self.heads.shape[0]
+        frontier_rows = numpy.arange(len(rows), dtype=numpy.int64)
+        frontier_tokens = rows.astype(numpy.int64)
+        seen = numpy.unique(frontier_rows * n_tokens + frontier_tokens)
+        found = [(frontier_rows, frontier_tokens, numpy.zeros(len(rows), dtype=numpy.int16))]
+        for distance in range(1, max_distance + 1):
+            starts, stops = self.offsets[frontier_tokens], self.offsets[frontier_tokens + 1]
+            counts = stops - starts
+            if counts.sum() == 0:
+                break
+            next_rows = numpy.repeat(frontier_rows, counts)
+            within = numpy.arange(counts.sum()) - numpy.repeat(numpy.cumsum(counts) - counts, counts)
+            next_tokens = self.neighbours[numpy.repeat(starts, counts) + within]
+            keys = numpy.unique(next_rows * n_tokens + next_tokens)
+            keys = keys[~numpy.isin(keys, seen, assume_unique=True)]
+            if keys.size == 0:
+                break
+            seen = numpy.union1d(seen, keys)
+            frontier_rows, frontier_tokens = keys // n_tokens, keys % n_tokens
+            found.append((frontier_rows, frontier_tokens, numpy.full(keys.size, distance, dtype=numpy.int16)))
+        return tuple(numpy.concatenate(parts) for parts in zip(*found))  # type: ignore[return-value]
+
+    def distances(self, rows: IntArray, cols: IntArray, max_distance: int) -> IntArray:
+        distances = numpy.full((len(rows), len(cols)), max_distance + 1, dtype=numpy.int16)
+        row_positions, tokens, lengths = self._reached(rows, max_distance)
+        col_positions = _positions_in(tokens, cols)
+        hit = col_positions >= 0
+        distances[row_positions[hit], col_positions[hit]] = lengths[hit]
+        return distances
+
+    def reach(self, rows: IntArray, cols: IntArray, threshold: int) -> BoolArray:
+        return self.distances(rows, cols, threshold) <= threshold
+
+    def ancestor_or_self(self, rows: IntArray, cols: IntArray) -> BoolArray:
+        """Each row token and the tokens reached by following heads up from
+        it, each once: a walk that enters a cycle stops when it has been
+        round it (Brent's cycle detection: compare with the token saved at
+        every power of two steps)."""
+        n_tokens = self.heads.shape[0]
+        visible = numpy.zeros((len(rows), len(cols)), dtype=bool)
+        parent = numpy.append(self.heads, NO_TOKEN)
+        positions = numpy.arange(len(rows))
+        current = rows.astype(numpy.int64).copy()
+        saved = numpy.full(len(rows), NO_TOKEN, dtype=numpy.int64)
+        active = numpy.ones(len(rows), dtype=bool)
+        step, next_save = 0, 1
+        while True:
+            col_positions = _positions_in(current[active], cols)
+            hit = col_positions >= 0
+            visible[positions[active][hit], col_positions[hit]] = True
+            current[active] = parent[current[active]]
+            step += 1
+            active &= (current != NO_TOKEN) & (current != saved)
+            if not active.any():
+                return visible
+            if step > 4 * n_tokens + 4:
+                raise ValueError(Errors.E013.format(what="ancestor_or_self", bound=4 * n_tokens + 4))
+            if step == next_save:
+                saved[active] = current[active]
+                next_save *= 2
+
+
+DocGraph = Union[Forest, GeneralGraph]
+
+
+def build_doc_graph(heads: IntArray) -> DocGraph:
+    roots = forest_roots(heads)
+    return GeneralGraph(heads) if roots is None else Forest(heads, roots)
 
 
 @dataclass
-class DocTrees:
-    """What the mask builders need of a Doc's parse, computed once."""
+class BatchGraphs:
+    """What shared_doc_trees keeps per Doc of a batch, by id(doc)."""
 
-    heads: IntArray
-    roots: IntArray
-    ancestors: IntArray  # ancestor_table(heads, depth)
+    graphs: Dict[int, DocGraph] = field(default_factory=dict)
+    complete_parse: Dict[int, bool] = field(default_factory=dict)
 
-    @property
-    def depth(self) -> int:
-        return self.ancestors.shape[0] - 1
+    def non_forest_docs(self) -> int:
+        return sum(not graph.is_forest for graph in self.graphs.values())
 
 
-_BATCH_TREES: ContextVar[Optional[Dict[Tuple[int, int], DocTrees]]] = ContextVar("sla_batch_trees", default=None)
+_BATCH: ContextVar[Optional[BatchGraphs]] = ContextVar("sla_batch_graphs", default=None)
 
 
 @contextmanager
-def shared_doc_trees() -> Iterator[None]:
-    """Within the block, doc_trees computes each Doc's trees once, however
-    many spans and builders ask (the Docs stay alive for the whole block, so
-    their ids cannot be reused)."""
-    token = _BATCH_TREES.set({})
+def shared_doc_trees() -> Iterator[BatchGraphs]:
+    """Within the block, doc_trees and has_complete_parse look at each Doc
+    once, however many spans and builders ask (the Docs stay alive for the
+    whole block, so their ids cannot be reused)."""
+    batch = BatchGraphs()
+    token = _BATCH.set(batch)
     try:
-        yield
+        yield batch
     finally:
-        _BATCH_TREES.reset(token)
+        _BATCH.reset(token)
 
 
-def doc_trees(doc: Doc, depth: Optional[int]) -> DocTrees:
-    """The Doc's heads, roots and ancestor table up to `depth` steps (None:
-    the whole depth of its trees)."""
-    cache = _BATCH_TREES.get()
-    key = (id(doc), depth)
-    if cache is not None and key in cache:
-        return cache[key]
-    heads = head_indices(doc)
-    trees = DocTrees(heads, tree_roots(heads), ancestor_table(heads, tree_depth(heads) if depth is None else depth))
-    if cache is not None:
-        cache[key] = trees
-    return trees
+def doc_trees(doc: Doc, depth: Optional[int] = None) -> DocGraph:
+    """The Doc's dependency graph: a Forest (the usual case) or a
+    GeneralGraph. `depth` is accepted for compatibility; the forest builds
+    its tables for the depths asked."""
+    batch = _BATCH.get()
+    if batch is not None and id(doc) in batch.graphs:
+        return batch.graphs[id(doc)]
+    graph = build_doc_graph(head_indices(doc))
+    if batch is not None:
+        batch.graphs[id(doc)] = graph
+    return graph
 
 
-def per_tree(roots: IntArray, rows: IntArray, cols: IntArray) -> Iterator[Tuple[IntArray, IntArray]]:
-    """Positions in rows and in cols of the tokens of each tree that both
-    contain: distances are only ever computed within a sentence."""
-    row_roots, col_roots = roots[rows], roots[cols]
-    first = row_roots[0] if len(row_roots) else None
-    if first is not None and (row_roots == first).all() and (col_roots == first).all():
-        # one sentence: the usual case for short inputs
-        yield numpy.arange(len(rows)), numpy.arange(len(cols))
-        return
-    for root in numpy.intersect1d(row_roots, col_roots):
-        yield numpy.flatnonzero(row_roots == root), numpy.flatnonzero(col_roots == root)
+def has_complete_parse(doc: Doc) -> bool:
+    """Whether every token has a dependency label: a Doc joined from parsed
+    and unparsed Docs reports DEP annotation but has tokens without a head
+    of their own."""
+    batch = _BATCH.get()
+    if batch is not None and id(doc) in batch.complete_parse:
+        return batch.complete_parse[id(doc)]
+    complete = len(doc) == 0 or doc.has_annotation("DEP", require_complete=True)
+    if batch is not None:
+        batch.complete_parse[id(doc)] = complete
+    return complete
 
 
-def blockwise_reach(trees: DocTrees, rows: IntArray, cols: IntArray, threshold: int) -> BoolArray:
-    """tree_reach, computed per sentence."""
-    reach = numpy.zeros((len(rows), len(cols)), dtype=bool)
-    for row_positions, col_positions in per_tree(trees.roots, rows, cols):
-        reach[numpy.ix_(row_positions, col_positions)] = tree_reach(
-            trees.ancestors, rows[row_positions], cols[col_positions], threshold
-        )
-    return reach
+def blockwise_reach(graph: DocGraph, rows: IntArray, cols: IntArray, threshold: int) -> BoolArray:
+    """[r, c] is True iff tokens rows[r] and cols[c] are at most threshold
+    hops apart."""
+    return graph.reach(rows, cols, threshold)
 
 
-def blockwise_distances(trees: DocTrees, rows: IntArray, cols: IntArray, max_distance: int) -> IntArray:
-    """tree_distances, computed per sentence."""
-    distances = numpy.full((len(rows), len(cols)), max_distance + 1, dtype=numpy.int16)
-    for row_positions, col_positions in per_tree(trees.roots, rows, cols):
-        distances[numpy.ix_(row_positions, col_positions)] = tree_distances(
-            trees.ancestors, rows[row_positions], cols[col_positions], max_distance
-        )
-    return distances
+def blockwise_distances(graph: DocGraph, rows: IntArray, cols: IntArray, max_distance: int) -> IntArray:
+    """Hop distances up to max_distance; farther or unconnected pairs get
+    max_distance + 1."""
+    return graph.distances(rows, cols, max_distance)
+
+
+def ancestor_or_self(graph: DocGraph, rows: IntArray, cols: IntArray) -> BoolArray:
+    """[r, c] is True iff cols[c] is rows[r] or one of its ancestors."""
+    return graph.ancestor_or_self(rows, cols)

@@ -12,12 +12,17 @@ class Warnings(metaclass=ErrorsWithCodes):
         "SLA transformer (and, in training, list it in [training] "
         "annotating_components) to get syntax-aware local attention."
     )
-    W002 = (
-        "The saved SLA transformer weights did not match the current model "
-        "exactly (missing: {missing}; unexpected: {unexpected}). This usually "
-        "means they were saved with another 'transformers' version. All SLA "
-        "gate weights were present and have been loaded; check the outputs "
-        "or retrain the pipeline with the current versions."
+    W003 = (
+        "{n_docs} Doc(s) reached the SLA transformer with a "
+        "dependency parse that is not a forest (a head cycle, e.g. a token "
+        "whose head's head is the token itself). Their masks are computed "
+        "exactly, by a slower breadth-first search. The usual cause is Docs "
+        "that were parsed before reaching a pipeline that parses them again "
+        "(e.g. `spacy apply` on a .spacy file with a parse): spaCy's parser "
+        "can leave cycles when it re-parses. Pass unparsed Docs (e.g. "
+        "`nlp(doc.text)` or a DocBin saved without HEAD/DEP), or run the "
+        "SLA pipeline with the parser that already made the parse disabled. "
+        "This warning is shown once per component."
     )
 
 
@@ -87,4 +92,16 @@ class Errors(metaclass=ErrorsWithCodes):
         "transformer has {n_layers} layers of {n_heads} heads. Use a layer "
         "index in [-{n_layers}, {n_layers}) or null for the middle layer, and "
         "a head index in [0, {n_heads})."
+    )
+    E013 = (
+        "Internal bound exceeded in {what} after {bound} steps: the "
+        "dependency heads changed while the masks were built, or this is a "
+        "bug in spacy-sla. Please report it with the Doc's heads "
+        "(`[t.head.i for t in doc]`)."
+    )
+    E014 = (
+        "Invalid `punct_rule` value {value} for the mask builder '{builder}'. "
+        "Use one of: {rules} (\"authors\": a wordpiece is visible from every "
+        "query when it is one of the ASCII punctuation characters of Li et "
+        "al.'s code; \"spacy\": spaCy's IS_PUNCT of the token; \"none\")."
     )

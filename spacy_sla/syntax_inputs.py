@@ -3,19 +3,22 @@
 Every wordpiece gets the rows and columns of the tokens it is aligned with:
 a wordpiece shared by several tokens sees what any of them sees (and is at
 the smallest distance any of them is). Wordpieces aligned with no token (the
-special pieces, and padding) see everything and are seen by everything.
+special pieces, and padding) see everything and are seen by everything. A
+builder with the "authors" punctuation rule makes punctuation pieces visible
+from every query (distance 0) here, since that rule is decided per piece.
 """
 import warnings
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.tokens import Span
 from thinc.types import Ragged
 
 from .data_classes import IGNORED_TARGET, SyntaxInputs
-from .dependency_tree import NO_TOKEN, doc_trees, shared_doc_trees
+from .dependency_tree import NO_TOKEN, doc_trees, has_complete_parse, shared_doc_trees
 from .errors import Errors, Warnings
 from .masks import MaskBuilder, MissingParseError, builder_kind
+from .punctuation import authors_punctuation_pieces
 
 ON_MISSING_PARSE = ("error", "global")
 PiecePairs = Tuple[numpy.ndarray, numpy.ndarray]  # (token in span, piece in span)
@@ -148,7 +151,7 @@ class _MissingParsePolicy:
             return None
 
     def has_parse(self, span: Span) -> bool:
-        if span.doc.has_annotation("DEP") or len(span) == 0:
+        if len(span) == 0 or has_complete_parse(span.doc):
             return True
         if self.on_missing_parse == "error":
             raise MissingParseError(Errors.E001.format(mask="parent attention", name="sla_transformer"))
@@ -158,6 +161,19 @@ class _MissingParsePolicy:
     def warn(self) -> None:
         if self.unparsed_docs:
             warnings.warn(Warnings.W001.format(n_docs=len(self.unparsed_docs)))
+
+
+def _punctuation_pieces(builder: MaskBuilder, piece_strings: Optional[Sequence[str]], n_pieces: int) -> Optional[numpy.ndarray]:
+    """The pieces the builder's "authors" punctuation rule makes visible, or
+    None when it has another rule."""
+    if getattr(builder, "punct_rule", None) != "authors":
+        return None
+    if piece_strings is None:
+        raise ValueError(
+            f"The mask builder {builder!r} has the per-wordpiece \"authors\" punctuation rule, "
+            "so build_syntax_inputs needs the wordpiece strings (piece_strings)."
+        )
+    return authors_punctuation_pieces(piece_strings, n_pieces)
 
 
 def _checked(matrix: numpy.ndarray, builder: MaskBuilder, span: Span, kind: str) -> numpy.ndarray:
@@ -186,6 +202,8 @@ def build_syntax_inputs(
     guide: Optional[MaskBuilder] = None,
     parents: bool = False,
     on_missing_parse: str = "error",
+    piece_strings: Optional[Sequence[Sequence[str]]] = None,
+    warned: Optional[Set[str]] = None,
 ) -> SyntaxInputs:
     """The SyntaxInputs of a batch of spans.
 
@@ -197,9 +215,19 @@ def build_syntax_inputs(
     local: the local branch's builder (a mask or a distance builder), or None.
     guide: SG-Net's mask builder, or None.
     parents: whether to compute LISA's parent targets.
+    piece_strings: the wordpiece strings of each span (WordpieceBatch.strings),
+        for builders with the per-piece "authors" punctuation rule.
+    warned: the codes of the warnings the calling component has given
+        already; warnings given once per component are added to it.
     """
-    with shared_doc_trees():
-        return _build(spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse)
+    with shared_doc_trees() as batch:
+        inputs = _build(spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse, piece_strings)
+        n_non_forest = batch.non_forest_docs()
+    if n_non_forest and (warned is None or "W003" not in warned):
+        warnings.warn(Warnings.W003.format(n_docs=n_non_forest))
+        if warned is not None:
+            warned.add("W003")
+    return inputs
 
 
 def _build(
@@ -211,6 +239,7 @@ def _build(
     guide: Optional[MaskBuilder],
     parents: bool,
     on_missing_parse: str,
+    piece_strings: Optional[Sequence[Sequence[str]]],
 ) -> SyntaxInputs:
     policy = _MissingParsePolicy(on_missing_parse)
     pairs = span_piece_pairs(spans, align, n_pieces) if spans else []
@@ -231,10 +260,15 @@ def _build(
             if matrix is None:
                 continue
             matrix = _checked(matrix, local, span, kind)
+            punctuation = _punctuation_pieces(local, None if piece_strings is None else piece_strings[i], n_pieces)
             if kind == "mask":
                 inputs.local_mask[i] = wordpiece_visibility(matrix, pairs[i], n_pieces)
+                if punctuation is not None:
+                    inputs.local_mask[i][:, punctuation] = True
             else:
                 inputs.local_buckets[i] = expand_to_pieces(matrix.astype(numpy.int16), pairs[i], n_pieces, special)
+                if punctuation is not None:
+                    inputs.local_buckets[i][:, punctuation] = 0
     if guide is not None:
         inputs.guide_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
         for i, span in enumerate(spans):

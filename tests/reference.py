@@ -34,13 +34,21 @@ def within_hops(doc: Doc, token: int, threshold: int) -> Set[int]:
     return {j for j, d in hop_distances_from(doc, token).items() if d <= threshold}
 
 
+def nearest_word(doc: Doc, i: int, step: int):
+    """The nearest token from i in direction step that is not whitespace."""
+    k = i + step
+    while 0 <= k < len(doc) and doc[k].is_space:
+        k += step
+    return k if 0 <= k < len(doc) else None
+
+
 def slow_syntax_mask(doc: Doc, start: int, end: int, threshold: int, punct_visible: bool) -> numpy.ndarray:
     n = end - start
     mask = numpy.zeros((n, n), dtype=bool)
     for i in range(start, end):
         visible: Set[int] = set()
-        for k in (i - 1, i, i + 1):
-            if 0 <= k < len(doc):
+        for k in (nearest_word(doc, i, -1), i, nearest_word(doc, i, +1)):
+            if k is not None:
                 visible |= within_hops(doc, k, threshold)
         for j in range(start, end):
             mask[i - start, j - start] = j in visible or (punct_visible and doc[j].is_punct)
@@ -57,11 +65,22 @@ def slow_tree_distances(doc: Doc, max_distance: int) -> List[List[int]]:
     return table
 
 
+def ancestors_or_self(doc: Doc, token: int) -> Set[int]:
+    """Follow heads up from token, each token once (also on a head cycle,
+    where spaCy's Token.ancestors would not stop)."""
+    seen = {token}
+    current = token
+    while doc[current].head.i != current and doc[current].head.i not in seen:
+        current = doc[current].head.i
+        seen.add(current)
+    return seen
+
+
 def slow_ancestor_mask(doc: Doc, start: int, end: int) -> numpy.ndarray:
     n = end - start
     mask = numpy.zeros((n, n), dtype=bool)
     for i in range(start, end):
-        allowed = {doc[i].i} | {ancestor.i for ancestor in doc[i].ancestors}
+        allowed = ancestors_or_self(doc, i)
         for j in range(start, end):
             mask[i - start, j - start] = j in allowed
     return mask

@@ -124,12 +124,29 @@ def test_builders_come_from_the_registry():
         [window]
         @misc = "spacy-sla.window_mask.v1"
         window = 4
+
+        [syntax_v3]
+        @misc = "spacy-sla.syntax_mask.v3"
+        threshold = 4
+
+        [window_v2]
+        @misc = "spacy-sla.window_mask.v2"
+        punct_rule = "none"
         """
     )
     resolved = registry.resolve(config)
     assert isinstance(resolved["syntax"], SyntaxMask)
-    assert (resolved["syntax"].threshold, resolved["syntax"].punct_visible) == (2, False)
+    # the versions with punct_visible keep spaCy's token rule
+    assert (resolved["syntax"].threshold, resolved["syntax"].punct_rule) == (2, "none")
     assert isinstance(resolved["window"], WindowMask) and resolved["window"].window == 4
+    assert resolved["window"].punct_rule == "spacy"
+    assert (resolved["syntax_v3"].threshold, resolved["syntax_v3"].punct_rule) == (4, "authors")
+    assert (resolved["window_v2"].window, resolved["window_v2"].punct_rule) == (3, "none")
+
+
+def test_an_unknown_punctuation_rule_is_refused():
+    with pytest.raises(ValueError, match=r"\[E014\]"):
+        SyntaxMask(punct_rule="unicode")
 
 
 @settings(max_examples=200, deadline=None)

@@ -38,8 +38,8 @@ from .profiling import operator_differences, self_milliseconds
 
 VARIANTS = ("vanilla", "sla", "window")
 MASKS = {
-    "sla": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_visible": True},
-    "window": {"@misc": "spacy-sla.window_mask.v1", "window": 3, "punct_visible": True},
+    "sla": {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"},
+    "window": {"@misc": "spacy-sla.window_mask.v2", "window": 3, "punct_rule": "authors"},
 }
 # Relative to the project directory (where `spacy project run benchmark` runs):
 # an installed package ships no data, so other places pass --data.
