@@ -244,7 +244,7 @@ def test_the_fused_and_the_shared_exponent_paths_agree(local, output_attentions,
     from spacy_sla.layers.local_bias import DistanceBucketBias
 
     model = tiny_encoder("bert")
-    bias = (lambda n_heads: DistanceBucketBias(n_heads, 5)) if local == "bias" else None
+    bias = (lambda config: DistanceBucketBias(config.num_attention_heads, 5)) if local == "bias" else None
     sla = SyntaxAwareTransformer(model, local_bias=bias).eval()
     if local == "bias":
         for module in sla.sla_modules():

@@ -13,7 +13,7 @@ from thinc.api import Config
 from spacy_sla import AncestorMask, SoftThreshold, SyntaxMask, TreeDistanceBuckets
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.layers import SyntaxAwareTransformer
-from spacy_sla.layers.local_bias import DistanceBucketBias, SoftThresholdBias
+from spacy_sla.layers.local_bias import DistanceBucketBias, SoftThresholdLogBias
 from spacy_sla.syntax_inputs import build_syntax_inputs, expand_to_pieces
 
 from reference import slow_ancestor_mask, slow_no_neighbour_mask
@@ -183,7 +183,7 @@ def test_bias_modules_follow_their_formulas():
     with torch.no_grad():
         table.bias.copy_(torch.arange(12.0).view(2, 6))
     assert table(buckets)[0, 1].tolist() == [[6.0, 7.0], [10.0, 11.0]]
-    soft = SoftThresholdBias(n_heads=2, max_distance=3, initial_threshold=2.0)
+    soft = SoftThresholdLogBias(n_heads=2, max_distance=3, initial_threshold=2.0)
     # buckets 0..3 are distances, 4 is "farther" (distance 4), 5 special (distance 0)
     expected = torch.log(0.5 + 0.5 * torch.tanh(2.0 - torch.tensor([[0.0, 1.0], [4.0, 0.0]])))
     assert torch.allclose(soft(buckets)[0, 0], expected, atol=1e-6)
@@ -193,7 +193,7 @@ def test_a_zero_bias_starts_from_global_attention():
     model = tiny_encoder("bert")
     input_ids, attention_mask = batch_inputs()
     buckets = torch.randint(0, 5, (2, 9, 9))
-    sla = SyntaxAwareTransformer(model, local_bias=lambda n_heads: DistanceBucketBias(n_heads, 5)).eval()
+    sla = SyntaxAwareTransformer(model, local_bias=lambda config: DistanceBucketBias(config.num_attention_heads, 5)).eval()
     with torch.no_grad():
         output = sla(input_ids, attention_mask, local_buckets=buckets).last_hidden_state
     expected = vanilla_output(tiny_encoder("bert"), input_ids, attention_mask)

@@ -2,9 +2,10 @@
 
 A wrapped layer keeps its query, key and value projections. With a local
 branch, it attends twice with the same scores: globally (padding hidden) and
-locally (padding hidden, plus the local mask or a learned bias from tree
-distances), each with its own attention dropout, and mixes the two per token
-with a learned gate,
+locally (padding hidden, plus the local mask, a learned bias from tree
+distances, or scores rescaled by tree distance), each with its own attention
+dropout, and mixes the two per token (or per token and head) with a learned
+gate,
 
     g_t = sigmoid(w_g . h_t + b_g),   out_t = g_t * local_t + (1 - g_t) * global_t,
 
@@ -24,7 +25,7 @@ import math
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -32,6 +33,10 @@ from torch.nn import functional as F
 
 from ..data_classes import IGNORED_TARGET
 from ..errors import Errors
+
+# A local branch's input: a bool mask or an additive bias for SDPA, or a
+# transform of the scaled dot-product scores into the local logits.
+LocalInput = Union[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]
 
 
 @dataclass
@@ -106,8 +111,10 @@ class SyntaxAwareAttention(nn.Module):
     head-split queries, keys and values and returns the context.
 
     local: whether the layer has a local branch (and a gate).
-    local_bias: for distance inputs, the module turning buckets into an
-        additive bias; None for boolean masks.
+    local_bias: for distance inputs, the module turning buckets (and the
+        layer input) into an additive bias or a transform of the scores
+        (layers/local_bias.py); None for boolean masks. Its `n_gates`, if
+        set, is the number of gates (one per head) instead of one.
     supervised_head: the head trained to attend to syntactic parents, or None.
     """
 
@@ -133,7 +140,7 @@ class SyntaxAwareAttention(nn.Module):
         self.dropout_prob = dropout_prob
         self.supervised_head = supervised_head
         self.local_bias = local_bias
-        self.gate = nn.Linear(hidden_size, 1) if local else None
+        self.gate = nn.Linear(hidden_size, getattr(local_bias, "n_gates", 1)) if local else None
         if self.gate is not None:
             nn.init.normal_(self.gate.weight, std=initializer_range)
             nn.init.zeros_(self.gate.bias)
@@ -147,19 +154,25 @@ class SyntaxAwareAttention(nn.Module):
         return x.transpose(1, 2).reshape(batch, length, self.n_heads * self.head_size)
 
     def gate_values(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """(batch, n_pieces, 1): the weight of the local branch per token."""
+        """(batch, n_pieces, n_gates): the weight of the local branch per
+        token (and per head, with one gate per head)."""
         return torch.sigmoid(self.gate(hidden_states))
 
-    def local_attention_mask(self, batch: AttentionBatch, dtype: torch.dtype) -> Optional[torch.Tensor]:
+    def local_attention_mask(
+        self, batch: AttentionBatch, dtype: torch.dtype, hidden_states: torch.Tensor
+    ) -> Optional[LocalInput]:
         """The local branch's mask for SDPA (bool, or an additive float bias),
-        or None when this batch has no local input."""
+        a transform of the scores (which needs the materialised path), or
+        None when this batch has no local input."""
         if self.gate is None:
             return None
         if self.local_bias is not None:
             if batch.local_buckets is None:
                 return None
-            bias = self.local_bias(batch.local_buckets).to(dtype)
-            return bias.masked_fill(~batch.global_mask, torch.finfo(dtype).min)
+            bias = self.local_bias(batch.local_buckets, hidden_states)
+            if not isinstance(bias, torch.Tensor):
+                return bias
+            return bias.to(dtype).masked_fill(~batch.global_mask, torch.finfo(dtype).min)
         return batch.local_mask
 
     def attend(
@@ -176,9 +189,10 @@ class SyntaxAwareAttention(nn.Module):
         batch = active_batch()
         if self.supervised_head is not None and batch.parent_targets is not None and torch.is_grad_enabled():
             batch.auxiliary_losses.append(self.parent_loss(batch, query, key))
-        local_mask = self.local_attention_mask(batch, query.dtype)
+        local_mask = self.local_attention_mask(batch, query.dtype, hidden_states)
         dropout = self.dropout_prob if self.training else 0.0
-        if output_attentions or not self.use_fused_attention:
+        transforms_scores = local_mask is not None and not isinstance(local_mask, torch.Tensor)
+        if output_attentions or not self.use_fused_attention or transforms_scores:
             context, probs = self._attend_with_probabilities(
                 batch, hidden_states, query, key, value, local_mask, dropout
             )
@@ -198,11 +212,12 @@ class SyntaxAwareAttention(nn.Module):
         return self.merge_heads(mixed), None
 
     def _gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> torch.Tensor:
-        """(batch, 1, n_pieces, 1): the gate, broadcastable over heads."""
+        """(batch, n_gates, n_pieces, 1): the gate, broadcastable over heads."""
         gate = self.gate_values(hidden_states)
         if batch.record_gates:
-            batch.gates.append(gate[..., 0].detach().float())
-        return gate[:, None]
+            # one value per token: the mean over the heads' gates
+            batch.gates.append(gate.mean(-1).detach().float())
+        return gate.transpose(1, 2)[..., None]
 
     def _record_unused_gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> None:
         if batch.record_gates and self.gate is not None:
@@ -227,13 +242,15 @@ class SyntaxAwareAttention(nn.Module):
         query: torch.Tensor,
         key: torch.Tensor,
         value: torch.Tensor,
-        local_mask: Optional[torch.Tensor],
+        local_mask: Optional[LocalInput],
         dropout: float,
     ) -> Tuple[torch.Tensor, torch.Tensor]:
         """The same computation with the probabilities materialised. The gate
         is per query row, so mixing the probabilities equals mixing the
         contexts, and one product with the values serves both branches."""
         scores = (query @ key.transpose(-1, -2)).mul_(1.0 / math.sqrt(self.head_size))
+        # A transform sees the scores before padding is masked (-inf * 0 is NaN).
+        local_scores = None if local_mask is None or isinstance(local_mask, torch.Tensor) else local_mask(scores)
         scores = scores.masked_fill(~batch.global_mask, float("-inf"))  # every row has a real key
         # Softmax is invariant to the shift, so the row maximum needs no gradient.
         exponent = (scores - scores.amax(-1, keepdim=True).detach()).exp()
@@ -242,7 +259,9 @@ class SyntaxAwareAttention(nn.Module):
             self._record_unused_gate(batch, hidden_states)
             probs = F.dropout(probs, dropout, self.training)
             return self.merge_heads(probs @ value), probs
-        if local_mask.dtype == torch.bool:
+        if local_scores is not None:
+            local_probs = local_scores.masked_fill(~batch.global_mask, float("-inf")).softmax(-1)
+        elif local_mask.dtype == torch.bool:
             local_exponent = exponent * local_mask
             # Every row sees its own piece; the floor only guards an underflow
             # of all its visible scores, which leaves the row global.

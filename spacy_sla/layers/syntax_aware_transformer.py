@@ -19,7 +19,7 @@ from .attention import (
 )
 from .syntax_guided import SyntaxGuidedLayer
 
-LocalBiasFactory = Callable[[int], nn.Module]
+LocalBiasFactory = Callable[[PretrainedConfig], nn.Module]
 
 
 @dataclass(frozen=True)
@@ -117,8 +117,9 @@ class SyntaxAwareTransformer(nn.Module):
 
     sla_layers: the layers whose self-attention gets a gated local branch
         (None: all of them; []: none).
-    local_bias: for distance inputs, makes each SLA layer's bias module from
-        its number of heads; None for boolean local masks.
+    local_bias: for distance inputs, makes each SLA layer's local module
+        (see layers/local_bias.py) from the transformer's config; None for
+        boolean local masks.
     syntax_guided: add SG-Net's syntax-guided layer on top of the encoder.
     parent_attention: supervise one head of one layer with the parents (LISA).
 
@@ -157,7 +158,7 @@ class SyntaxAwareTransformer(nn.Module):
                 original,
                 config,
                 local=local,
-                local_bias=local_bias(config.num_attention_heads) if local and local_bias is not None else None,
+                local_bias=local_bias(config) if local and local_bias is not None else None,
                 supervised_head=self.parent_attention.head if index == supervised_layer else None,
             )
             setattr(holder, family.attribute, replacement)
