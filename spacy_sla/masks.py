@@ -15,10 +15,10 @@ it also makes, for each SLA layer, the module that turns the buckets into
 the local branch's attention (an additive bias, or a transform of the
 scores: see layers/local_bias.py) from the transformer's config.
 """
-from typing import TYPE_CHECKING, Callable, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Optional, Tuple, Union
 
 import numpy
-from spacy.attrs import IS_PUNCT
+from spacy.attrs import IS_PUNCT, IS_SPACE
 from spacy.tokens import Doc, Span
 from spacy.util import registry
 
@@ -27,8 +27,10 @@ from .dependency_tree import (
     blockwise_distances,
     blockwise_reach,
     doc_trees,
+    has_complete_parse,
 )
 from .errors import Errors
+from .punctuation import check_punct_rule, is_authors_punctuation, punct_rule_from_flag
 
 if TYPE_CHECKING:
     from torch import nn
@@ -56,7 +58,10 @@ def builder_kind(builder: MaskBuilder) -> str:
 
 
 def _check_parse(doc: Doc, builder: object) -> None:
-    if not doc.has_annotation("DEP"):
+    """A builder that reads the parse refuses Docs where some token has no
+    dependency label (no parse, or a partial one such as
+    Doc.from_docs([parsed, unparsed]))."""
+    if not has_complete_parse(doc):
         raise MissingParseError(Errors.E001.format(mask=repr(builder), name="sla_transformer"))
 
 
@@ -68,33 +73,79 @@ def _check_count(builder: str, arg: str, value: int, minimum: int) -> int:
     return value
 
 
-def _show_punctuation(visible: BoolArray, doc: Doc, start: int, end: int) -> None:
-    is_punct = doc.to_array([IS_PUNCT]).reshape(-1)[start:end].astype(bool)
-    visible[:, is_punct] = True
+def _show_punctuation(visible: BoolArray, doclike: DocLike, punct_rule: str) -> None:
+    """The token-level part of the punctuation rule: "spacy" marks IS_PUNCT
+    columns; "authors" is decided per wordpiece, in syntax_inputs."""
+    if punct_rule == "spacy":
+        is_punct = _span_of(doclike).to_array([IS_PUNCT]).reshape(-1).astype(bool)
+        visible[:, is_punct] = True
+
+
+def _span_of(doclike: DocLike) -> Span:
+    doc, start, end = span_bounds(doclike)
+    return doc[start:end]
+
+
+def _resolve_punct_rule(builder: str, punct_rule: Union[str, bool], punct_visible: Optional[bool]) -> str:
+    # Before punct_rule, the builders' second argument was the flag
+    # punct_visible (spaCy's rule or none); a bool there still means that.
+    if punct_visible is None and isinstance(punct_rule, bool):
+        punct_visible = punct_rule
+    if punct_visible is not None:
+        return punct_rule_from_flag(punct_visible)
+    return check_punct_rule(punct_rule, builder)
+
+
+def word_neighbours(doc: Doc, start: int, end: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """For each token of doc[start:end]: its nearest token on the left and on
+    the right that is not whitespace (-1 where there is none). spaCy keeps
+    runs of whitespace as tokens with no wordpieces; the authors collapse
+    whitespace before parsing, so their neighbours are always words."""
+    lower, upper = start, end
+    while lower > 0 and doc[lower - 1].is_space:
+        lower -= 1
+    lower = max(lower - 1, 0)
+    while upper < len(doc) and doc[upper].is_space:
+        upper += 1
+    upper = min(upper + 1, len(doc))
+    is_word = ~doc[lower:upper].to_array([IS_SPACE]).reshape(-1).astype(bool)
+    positions = numpy.arange(lower, upper)
+    # the last word at or before each position, the first at or after it
+    last_word = numpy.maximum.accumulate(numpy.where(is_word, positions, -1))
+    next_word = numpy.minimum.accumulate(numpy.where(is_word, positions, len(doc))[::-1])[::-1]
+    own = numpy.arange(start, end) - lower
+    left = numpy.where(own > 0, last_word[numpy.maximum(own - 1, 0)], -1)
+    right = numpy.where(own + 1 < len(positions), next_word[numpy.minimum(own + 1, len(positions) - 1)], len(doc))
+    return left, numpy.where(right >= len(doc), -1, right)
 
 
 class SyntaxMask:
     """Syntax-aware local attention (Li et al. 2021): token j is visible from
     token i iff j is within `threshold` hops, in the undirected dependency
-    forest of the Doc, of i or (with `neighbours`) of one of i's neighbours
-    i-1 and i+1 in the Doc. With punct_visible, punctuation columns are
-    visible from every row.
+    graph of the Doc, of i or (with `neighbours`) of one of i's neighbours:
+    the nearest words (not whitespace) on each side of i in the Doc. The
+    punctuation rule (see spacy_sla.punctuation) makes punctuation keys
+    visible from every query: "authors" per wordpiece (applied where token
+    masks become wordpiece masks), "spacy" per token, or "none".
     """
 
-    name = "spacy-sla.syntax_mask.v2"
+    name = "spacy-sla.syntax_mask.v3"
     kind = "mask"
-    requires_parse = True
 
-    def __init__(self, threshold: int = 3, punct_visible: bool = True, neighbours: bool = True):
+    def __init__(
+        self,
+        threshold: int = 3,
+        punct_rule: Union[str, bool] = "authors",
+        neighbours: bool = True,
+        *,
+        punct_visible: Optional[bool] = None,
+    ):
         self.threshold = _check_count(self.name, "threshold", threshold, 0)
-        self.punct_visible = punct_visible
+        self.punct_rule = _resolve_punct_rule(self.name, punct_rule, punct_visible)
         self.neighbours = neighbours
 
     def __repr__(self) -> str:
-        return (
-            f"SyntaxMask(threshold={self.threshold}, punct_visible={self.punct_visible}, "
-            f"neighbours={self.neighbours})"
-        )
+        return f"SyntaxMask(threshold={self.threshold}, punct_rule={self.punct_rule!r}, neighbours={self.neighbours})"
 
     def __call__(self, doclike: DocLike) -> BoolArray:
         doc, start, end = span_bounds(doclike)
@@ -102,60 +153,58 @@ class SyntaxMask:
         if n_tokens == 0:
             return numpy.zeros((0, 0), dtype=bool)
         _check_parse(doc, self)
-        trees = doc_trees(doc, self.threshold)
+        graph = doc_trees(doc)
+        tokens = numpy.arange(start, end)
         if not self.neighbours:
-            rows = numpy.arange(start, end)
-            visible = blockwise_reach(trees, rows, rows, self.threshold)
-            if self.punct_visible:
-                _show_punctuation(visible, doc, start, end)
-            return visible
-        # The rows of the span's outer neighbours are needed for the union.
-        first_row = max(start - 1, 0)
-        end_row = min(end + 1, len(doc))
-        reach = blockwise_reach(trees, numpy.arange(first_row, end_row), numpy.arange(start, end), self.threshold)
-        # Pad one all-False row on each side, standing for the neighbours that
-        # are missing at the Doc's edges.
-        padded = numpy.zeros((reach.shape[0] + 2, n_tokens), dtype=bool)
-        padded[1:-1] = reach
-        own_rows = numpy.arange(start, end) - first_row + 1
-        visible = padded[own_rows - 1] | padded[own_rows] | padded[own_rows + 1]
-        if self.punct_visible:
-            _show_punctuation(visible, doc, start, end)
+            visible = blockwise_reach(graph, tokens, tokens, self.threshold)
+        else:
+            left, right = word_neighbours(doc, start, end)
+            # One row per distinct token of the union (the span's own tokens
+            # and its outer neighbours), plus an all-False row for "none".
+            rows = numpy.unique(numpy.concatenate([left, tokens, right]))
+            rows = rows[rows >= 0]
+            reach = numpy.zeros((len(rows) + 1, n_tokens), dtype=bool)
+            reach[1:] = blockwise_reach(graph, rows, tokens, self.threshold)
+            row_of = lambda token_ids: numpy.searchsorted(rows, token_ids) + 1  # noqa: E731
+            visible = (
+                reach[numpy.where(left >= 0, row_of(left), 0)]
+                | reach[row_of(tokens)]
+                | reach[numpy.where(right >= 0, row_of(right), 0)]
+            )
+        _show_punctuation(visible, doclike, self.punct_rule)
         return visible
 
 
 class WindowMask:
     """Window local attention (the WLA baseline of Li et al. 2021): token j
-    is visible from token i iff |i - j| <= window. With punct_visible,
-    punctuation columns are visible from every row."""
+    is visible from token i iff |i - j| <= window, with the same
+    punctuation rule as the SLA mask."""
 
-    name = "spacy-sla.window_mask.v1"
+    name = "spacy-sla.window_mask.v2"
     kind = "mask"
-    requires_parse = False
 
-    def __init__(self, window: int = 3, punct_visible: bool = True):
+    def __init__(self, window: int = 3, punct_rule: str = "authors", *, punct_visible: Optional[bool] = None):
         self.window = _check_count(self.name, "window", window, 0)
-        self.punct_visible = punct_visible
+        self.punct_rule = _resolve_punct_rule(self.name, punct_rule, punct_visible)
 
     def __repr__(self) -> str:
-        return f"WindowMask(window={self.window}, punct_visible={self.punct_visible})"
+        return f"WindowMask(window={self.window}, punct_rule={self.punct_rule!r})"
 
     def __call__(self, doclike: DocLike) -> BoolArray:
         doc, start, end = span_bounds(doclike)
         positions = numpy.arange(end - start)
         visible = numpy.abs(positions[:, None] - positions[None, :]) <= self.window
-        if self.punct_visible:
-            _show_punctuation(visible, doc, start, end)
+        _show_punctuation(visible, doclike, self.punct_rule)
         return visible
 
 
 class AncestorMask:
     """SG-Net's syntax-guided mask (Zhang et al. 2020): token j is visible
-    from token i iff j is i or one of i's ancestors in the dependency tree."""
+    from token i iff j is i or one of i's ancestors (following heads up;
+    on a head cycle each token is reached once)."""
 
     name = "spacy-sla.ancestor_mask.v1"
     kind = "mask"
-    requires_parse = True
 
     def __repr__(self) -> str:
         return "AncestorMask()"
@@ -166,7 +215,7 @@ class AncestorMask:
             return numpy.zeros((0, 0), dtype=bool)
         _check_parse(doc, self)
         tokens = numpy.arange(start, end)
-        return ancestor_or_self(doc_trees(doc, None).ancestors, tokens, tokens)
+        return ancestor_or_self(doc_trees(doc), tokens, tokens)
 
 
 class TreeDistanceBuckets:
@@ -178,7 +227,6 @@ class TreeDistanceBuckets:
 
     name = "spacy-sla.tree_distance_bias.v1"
     kind = "distance"
-    requires_parse = True
 
     def __init__(self, max_distance: int = 8):
         self.max_distance = _check_count(self.name, "max_distance", max_distance, 0)
@@ -235,8 +283,8 @@ SoftThreshold = SoftThresholdBias
 
 @registry.misc("spacy-sla.syntax_mask.v1")
 def create_syntax_mask(threshold: int = 3, punct_visible: bool = True) -> SyntaxMask:
-    """The SLA mask: tokens within `threshold` dependency hops of a token or
-    of its left or right neighbour."""
+    """The SLA mask with spaCy's IS_PUNCT rule (punct_visible) or none;
+    v3 has the authors' per-wordpiece rule."""
     return SyntaxMask(threshold=threshold, punct_visible=punct_visible, neighbours=True)
 
 
@@ -244,8 +292,16 @@ def create_syntax_mask(threshold: int = 3, punct_visible: bool = True) -> Syntax
 def create_syntax_mask_v2(
     threshold: int = 3, punct_visible: bool = True, neighbours: bool = True
 ) -> SyntaxMask:
-    """The SLA mask with the neighbour union as an option (ablation)."""
+    """v1 with the neighbour union as an option (ablation)."""
     return SyntaxMask(threshold=threshold, punct_visible=punct_visible, neighbours=neighbours)
+
+
+@registry.misc("spacy-sla.syntax_mask.v3")
+def create_syntax_mask_v3(threshold: int = 3, punct_rule: str = "authors", neighbours: bool = True) -> SyntaxMask:
+    """The SLA mask: tokens within `threshold` dependency hops of a token or
+    of its neighbouring words, and punctuation by `punct_rule` ("authors",
+    "spacy" or "none")."""
+    return SyntaxMask(threshold=threshold, punct_rule=punct_rule, neighbours=neighbours)
 
 
 @registry.misc("spacy-sla.ancestor_mask.v1")
@@ -269,5 +325,96 @@ def create_soft_threshold(initial_threshold: float = 3.0, max_distance: int = 8)
 
 @registry.misc("spacy-sla.window_mask.v1")
 def create_window_mask(window: int = 3, punct_visible: bool = True) -> WindowMask:
-    """Window local attention: tokens at most `window` positions away."""
+    """Window local attention with spaCy's IS_PUNCT rule (punct_visible) or
+    none; v2 has the authors' per-wordpiece rule."""
     return WindowMask(window=window, punct_visible=punct_visible)
+
+
+@registry.misc("spacy-sla.window_mask.v2")
+def create_window_mask_v2(window: int = 3, punct_rule: str = "authors") -> WindowMask:
+    """Window local attention: tokens at most `window` positions away, and
+    punctuation by `punct_rule` ("authors", "spacy" or "none")."""
+    return WindowMask(window=window, punct_rule=punct_rule)
+
+
+class DependencyScaleDistances:
+    """Distances for the soft threshold of Li et al. 2021's released code
+    (spacy-sla.dependency_scale.v1; the scaling itself is
+    layers.local_bias.DependencyScale).
+
+    D(i, j) is the smallest tree distance to j from i or one of its
+    neighbouring words (as in the SLA mask), in the undirected dependency
+    graph of the Doc; as buckets 0..max_distance, and max_distance + 1 for
+    farther pairs and pairs no neighbour reaches (another sentence), which
+    the module reads as "unreachable", like the authors' search, which stops
+    after 19 hops (the default max_distance). Punctuation keys are at
+    distance 0 from every query by `punct_rule` (see spacy_sla.punctuation):
+    "authors" per wordpiece, set where the buckets become wordpiece buckets
+    (syntax_inputs), "spacy" per token here, or "none". Special pieces
+    ([CLS], [SEP]) get bucket max_distance + 2, distance 0, in their rows
+    and columns (syntax_inputs gives it to pieces without a token).
+    """
+
+    name = "spacy-sla.dependency_scale.v1"
+    kind = "distance"
+
+    def __init__(self, max_distance: int = 19, initial_threshold: float = 5.0, punct_rule: str = "authors"):
+        self.max_distance = _check_count(self.name, "max_distance", max_distance, 0)
+        self.initial_threshold = float(initial_threshold)
+        self.punct_rule = check_punct_rule(punct_rule, self.name)
+
+    def __repr__(self) -> str:
+        return (
+            f"DependencyScaleDistances(max_distance={self.max_distance}, "
+            f"initial_threshold={self.initial_threshold}, punct_rule={self.punct_rule!r})"
+        )
+
+    @property
+    def n_buckets(self) -> int:
+        # 0..max_distance, "farther", and one for special pieces
+        return self.max_distance + 3
+
+    def make_layer_bias(self, config: "PretrainedConfig") -> "nn.Module":
+        from .layers.local_bias import DependencyScale
+
+        return DependencyScale(
+            config.hidden_size,
+            config.num_attention_heads,
+            self.max_distance,
+            self.initial_threshold,
+            getattr(config, "initializer_range", 0.02),
+        )
+
+    def __call__(self, doclike: DocLike) -> numpy.ndarray:
+        doc, start, end = span_bounds(doclike)
+        n_tokens = end - start
+        if n_tokens == 0:
+            return numpy.zeros((0, 0), dtype=numpy.int16)
+        _check_parse(doc, self)
+        tokens = numpy.arange(start, end)
+        left, right = word_neighbours(doc, start, end)
+        # One row per distinct token of the minimum (the span's own tokens and
+        # its outer neighbours), plus a "farther" row for a missing neighbour.
+        rows = numpy.unique(numpy.concatenate([left, tokens, right]))
+        rows = rows[rows >= 0]
+        distances = numpy.full((len(rows) + 1, n_tokens), self.max_distance + 1, dtype=numpy.int16)
+        distances[1:] = blockwise_distances(doc_trees(doc, self.max_distance), rows, tokens, self.max_distance)
+        row_of = lambda token_ids: numpy.searchsorted(rows, token_ids) + 1  # noqa: E731
+        nearest = numpy.minimum(
+            numpy.minimum(distances[numpy.where(left >= 0, row_of(left), 0)], distances[row_of(tokens)]),
+            distances[numpy.where(right >= 0, row_of(right), 0)],
+        )
+        if self.punct_rule == "spacy":
+            nearest[:, _span_of(doclike).to_array([IS_PUNCT]).reshape(-1).astype(bool)] = 0
+        return nearest
+
+
+@registry.misc("spacy-sla.dependency_scale.v1")
+def create_dependency_scale(
+    max_distance: int = 19, initial_threshold: float = 5.0, punct_rule: str = "authors"
+) -> DependencyScaleDistances:
+    """The authors' soft threshold: the local branch's scores scaled by
+    0.5 + 0.5 tanh(tau - D), tau predicted per token and head from the layer
+    input, D the tree distance from the nearest of i - 1, i, i + 1, and
+    punctuation by `punct_rule` ("authors", "spacy" or "none")."""
+    return DependencyScaleDistances(max_distance=max_distance, initial_threshold=initial_threshold, punct_rule=punct_rule)
