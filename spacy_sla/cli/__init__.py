@@ -4,6 +4,7 @@ from spacy.cli._util import app
 
 from ._app import sla_cli
 from . import baseline, benchmark, inspect, workflow  # noqa: F401  (registers the commands)
+from . import annotate  # noqa: F401  (`spacy sla annotate`, batch annotation)
 
 app.add_typer(sla_cli)
 

@@ -133,6 +133,10 @@ def experiment_cli(
     eval_frequency: int = Opt(500, "--eval-frequency"),
     train_limit: Optional[int] = Opt(None, "--train-limit"),
     gpu_id: int = Opt(-1, "--gpu-id"),
+    ray: bool = Opt(False, "--ray", help="Run every (variant, seed) as a Ray task: on a local Ray instance, or on --ray-address"),
+    ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray): auto, HOST:PORT or ray://HOST:10001"),
+    ray_cpus_per_run: float = Opt(1.0, "--ray-cpus-per-run", help="CPUs Ray reserves for each run (and its torch threads)"),
+    ray_gpus_per_run: float = Opt(0.0, "--ray-gpus-per-run", help="GPUs Ray reserves for each run (0.5: two runs share one)"),
     root: Path = Opt(Path("."), "--root", help="Writes corpus/TASK, training/TASK and results/TASK (the records to commit) under it"),
 ):
     """Prepare a task's data, train every variant with every seed, and
@@ -147,6 +151,17 @@ def experiment_cli(
     else:
         prepare_corpus(spec, data_dir, corpus_dir, train_limit=train_limit)
     extra = parse_config_overrides(ctx.args)
+    if ray or ray_address:  # the same runs, records and layout, as Ray tasks (research/distributed.py)
+        from ..research.distributed import experiment_on_ray
+
+        n_failed = experiment_on_ray(
+            task, _split(variants), [int(seed) for seed in _split(seeds)], corpus_dir, training_dir, metrics_dir,
+            address=ray_address, cpus_per_run=ray_cpus_per_run, gpus_per_run=ray_gpus_per_run, gpu_id=gpu_id,
+            transformer=transformer, parser=parser, max_steps=max_steps, eval_frequency=eval_frequency, extra=extra,
+        )
+        if n_failed:
+            msg.fail(f"{n_failed} run(s) failed: see above, with the tails of their logs", exits=1)
+        return
     for variant in _split(variants):
         for seed in _split(seeds):
             train_run(task, variant, int(seed), corpus_dir, training_dir, transformer=transformer, parser=parser,

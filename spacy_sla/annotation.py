@@ -1,0 +1,517 @@
+"""Batch annotation: run a trained pipeline over a large input file and write
+the annotated documents as numbered shards, `.spacy` DocBins or JSONL, in one
+process (`nlp.pipe`) or on Ray (a Ray Data pipeline whose actor pool loads the
+pipeline once per worker).
+
+The input is cut into shards of `shard_size` consecutive input lines (or Docs
+of a .spacy file) before anything runs, so both paths write the same shards:
+shard k holds the documents of input lines k·S+1 .. (k+1)·S, in input order.
+Each shard is read, annotated and written by one worker, atomically (a
+temporary file, then os.replace): a shard file that exists is complete, a
+worker that dies loses only the shard it was on (Ray retries it), and running
+the same command again resumes with the missing shards.
+
+Inputs, chosen by suffix, as `spacy apply` reads them (except plain text,
+which here has one document per line):
+- `.jsonl`: one JSON object per line, its text in `text_key`; the other fields
+  are kept (in the JSONL output's records; in doc.user_data["input_fields"]);
+- `.spacy`: the Docs of a DocBin, annotated as they are (the tokenizer does
+  not run again, as in `spacy apply`);
+- anything else: UTF-8 text, one document per line.
+Blank lines are skipped. A bad line (not UTF-8, not a JSON object, no text)
+stops the job with FILE:LINE, or with on_error="skip" is skipped and reported.
+
+Ray is imported only by annotate_on_ray, never by `import spacy_sla`.
+"""
+import json
+import math
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+OUTPUT_FORMATS = ("spacy", "jsonl")
+FIELDS = ("entities", "cats", "tags", "pos", "deps", "gates")
+DEFAULT_FIELDS = ("entities", "cats", "tags")
+TOKEN_FIELDS = ("tags", "pos", "deps", "gates")  # these come with the token texts they align with
+ON_ERROR = ("stop", "skip")
+MANIFEST = "annotate.json"
+BAD_LINES = "bad-lines.txt"
+INPUT_FIELDS_KEY = "input_fields"
+# spacy-transformers' output per Doc (wordpiece activations): large and not an
+# annotation, so it is not written to the shards.
+TRF_DATA_KEY = ("._.", "trf_data", None, None)
+
+
+class AnnotationError(ValueError):
+    """Bad input with on_error="stop", or options or an output directory
+    that do not fit; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class BadLine:
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A slice of the input: bytes [start, end) of a text or JSONL file, whose
+    first line is line number first_line (1-based), or Docs [start, end) of a
+    .spacy file (first_line = start + 1)."""
+
+    index: int
+    start: int
+    end: int
+    first_line: int
+
+
+@dataclass(frozen=True)
+class AnnotateSettings:
+    pipeline: str  # a package name or a directory
+    input_path: str
+    output_dir: str
+    output_format: str = "spacy"
+    fields: Tuple[str, ...] = DEFAULT_FIELDS
+    text_key: str = "text"
+    on_error: str = "stop"
+    batch_size: int = 64
+    shard_size: int = 1000
+
+    @property
+    def input_format(self) -> str:
+        return {".jsonl": "jsonl", ".spacy": "spacy"}.get(Path(self.input_path).suffix.lower(), "text")
+
+    def check(self) -> None:
+        if self.output_format not in OUTPUT_FORMATS:
+            raise AnnotationError(f"Unknown output format '{self.output_format}': use {' or '.join(OUTPUT_FORMATS)}.")
+        unknown = [name for name in self.fields if name not in FIELDS]
+        if unknown:
+            raise AnnotationError(f"Unknown field(s) {', '.join(unknown)}: choose from {', '.join(FIELDS)}.")
+        if self.on_error not in ON_ERROR:
+            raise AnnotationError(f"Unknown on_error '{self.on_error}': use stop or skip.")
+        if self.batch_size < 1 or self.shard_size < 1:
+            raise AnnotationError("The batch size and the shard size must be at least 1.")
+
+    def resolved(self) -> "AnnotateSettings":
+        """Absolute paths, so that workers in other directories (Ray) find
+        them; a pipeline that is not a path is a package name."""
+        pipeline = str(Path(self.pipeline).resolve()) if Path(self.pipeline).exists() else self.pipeline
+        return replace(self, pipeline=pipeline, input_path=str(Path(self.input_path).resolve()),
+                       output_dir=str(Path(self.output_dir).resolve()), fields=tuple(self.fields))
+
+    def manifest(self, n_shards: int) -> Dict[str, Any]:
+        """What decides the contents of the shards: a second run resumes only
+        where it is the same (the batch size, the hardware and on_error do
+        not count: a shard written with "stop" had no bad line to skip)."""
+        stat = Path(self.input_path).stat()
+        return {"pipeline": self.pipeline, "input": self.input_path, "input_bytes": stat.st_size,
+                "input_mtime_ns": stat.st_mtime_ns, "output_format": self.output_format,
+                "fields": list(self.fields), "text_key": self.text_key, "shard_size": self.shard_size,
+                "n_shards": n_shards}
+
+
+@dataclass
+class ShardResult:
+    index: int
+    path: str
+    n_docs: int = 0
+    resumed: bool = False  # the shard was written by an earlier run
+    bad_lines: List[BadLine] = field(default_factory=list)
+    stopped: bool = False  # on_error="stop" and a bad line: nothing was written
+
+    def stop_error(self) -> AnnotationError:
+        return AnnotationError(f"{self.bad_lines[0]}. Fix the line, or pass --on-error skip to skip bad lines.")
+
+
+@dataclass
+class AnnotateSummary:
+    n_shards: int
+    n_docs: int
+    n_resumed: int
+    bad_lines: List[BadLine]
+    seconds: float
+
+
+# Planning ---------------------------------------------------------------------------------------
+
+
+def plan_shards(settings: AnnotateSettings) -> List[Shard]:
+    """Cut the input into shards of shard_size lines (or Docs). For text and
+    JSONL only line boundaries are found here (the workers read and parse
+    their own byte ranges), so the driver never holds the data."""
+    path, size = Path(settings.input_path), settings.shard_size
+    if settings.input_format == "spacy":
+        from spacy.tokens import DocBin
+
+        n_docs = len(DocBin().from_disk(path))
+        return [Shard(k, start, min(start + size, n_docs), start + 1)
+                for k, start in enumerate(range(0, n_docs, size))]
+    shards: List[Shard] = []
+    start = offset = n_lines = 0
+    with path.open("rb") as lines:
+        for line in lines:
+            offset += len(line)
+            n_lines += 1
+            if n_lines % size == 0:
+                shards.append(Shard(len(shards), start, offset, n_lines - size + 1))
+                start = offset
+    if offset > start:
+        shards.append(Shard(len(shards), start, offset, len(shards) * size + 1))
+    return shards
+
+
+def shard_name(settings: AnnotateSettings, index: int, n_shards: int) -> str:
+    # Zero-padded so that the names sort in input order.
+    width = max(5, len(str(max(n_shards - 1, 0))))
+    return f"shard-{index:0{width}d}.{settings.output_format}"
+
+
+def prepare_output(settings: AnnotateSettings, shards: Sequence[Shard], overwrite: bool = False) -> List[Shard]:
+    """Create the output directory and its manifest; returns the shards still
+    to write. A directory with shards of another annotation (other pipeline,
+    input, fields, ...) is refused unless overwrite, which deletes them."""
+    output_dir = Path(settings.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = output_dir / MANIFEST
+    manifest = settings.manifest(len(shards))
+    existing = sorted(output_dir.glob("shard-*.*"))
+    previous = json.loads(manifest_path.read_text(encoding="utf8")) if manifest_path.exists() else None
+    # Only shards of another annotation are in the way; a manifest alone is rewritten.
+    if existing and previous != manifest:
+        if not overwrite:
+            differences = ", ".join(key for key in manifest if (previous or {}).get(key) != manifest[key])
+            raise AnnotationError(
+                f"{output_dir} holds shards of another annotation (differs in: {differences or 'no manifest'}). "
+                "Use another output directory, or --overwrite to delete them."
+            )
+        for path in existing + [output_dir / BAD_LINES]:
+            path.unlink(missing_ok=True)
+    for leftover in output_dir.glob(".shard-*.tmp"):  # from a worker that died while writing
+        leftover.unlink(missing_ok=True)
+    _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode("utf8"))
+    return [shard for shard in shards if not (output_dir / shard_name(settings, shard.index, len(shards))).exists()]
+
+
+# Reading ----------------------------------------------------------------------------------------
+
+
+InputItem = Tuple[int, Any, Optional[Dict[str, Any]]]  # (line, text or Doc, the JSONL record)
+
+
+def read_lines(settings: AnnotateSettings, shard: Shard) -> Tuple[List[InputItem], List[BadLine]]:
+    """The documents of a text or JSONL shard and its bad lines."""
+    with open(settings.input_path, "rb") as stream:
+        stream.seek(shard.start)
+        data = stream.read(shard.end - shard.start)
+    items: List[InputItem] = []
+    bad: List[BadLine] = []
+    raw_lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        raw_lines.pop()
+    for number, raw in enumerate(raw_lines, start=shard.first_line):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark
+        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        try:
+            line = raw.decode("utf8")
+        except UnicodeDecodeError as error:
+            bad.append(BadLine(settings.input_path, number,
+                               f"not UTF-8 text (byte 0x{raw[error.start]:02x} at column {error.start + 1})"))
+            continue
+        if not line.strip():
+            continue
+        if settings.input_format == "text":
+            items.append((number, line, None))
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            bad.append(BadLine(settings.input_path, number, f"not JSON ({error.msg} at column {error.colno})"))
+            continue
+        if not isinstance(record, dict):
+            bad.append(BadLine(settings.input_path, number, f"not a JSON object but {type(record).__name__}"))
+        elif not isinstance(record.get(settings.text_key), str):
+            bad.append(BadLine(settings.input_path, number, f"no \"{settings.text_key}\" field with a string"))
+        else:
+            items.append((number, record[settings.text_key], record))
+    return items, bad
+
+
+# Writing ----------------------------------------------------------------------------------------
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write beside the target, then rename: a reader (or a resumed run)
+    sees the whole file or none."""
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with temporary.open("wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _rounded(value: float) -> Optional[float]:
+    return None if math.isnan(value) else round(float(value), 6)
+
+
+def doc_fields(doc: Any, fields: Sequence[str]) -> Dict[str, Any]:
+    """The requested annotations of a Doc as JSON values."""
+    out: Dict[str, Any] = {}
+    if any(name in TOKEN_FIELDS for name in fields):
+        out["tokens"] = [token.text for token in doc]
+    if "entities" in fields:
+        out["entities"] = [{"start": ent.start_char, "end": ent.end_char, "label": ent.label_, "text": ent.text}
+                           for ent in doc.ents]
+    if "cats" in fields:
+        out["cats"] = {label: float(score) for label, score in doc.cats.items()}
+    if "tags" in fields:
+        out["tags"] = [token.tag_ for token in doc]
+    if "pos" in fields:
+        out["pos"] = [token.pos_ for token in doc]
+    if "deps" in fields:
+        out["deps"] = [token.dep_ for token in doc]
+        out["heads"] = [token.head.i for token in doc]
+    if "gates" in fields:
+        # (n_sla_layers, n_tokens); NaN (tokens without wordpieces) -> null
+        gates = doc._.get("sla_gates") if doc.has_extension("sla_gates") else None
+        out["gates"] = None if gates is None else [[_rounded(value) for value in row] for row in gates]
+    return out
+
+
+def encode_shard(settings: AnnotateSettings, docs: Sequence[Any], records: Sequence[Optional[Dict[str, Any]]]) -> bytes:
+    if settings.output_format == "jsonl":
+        lines = []
+        for doc, record in zip(docs, records):
+            output = dict(record) if record is not None else {settings.text_key: doc.text}
+            output.update(doc_fields(doc, settings.fields))
+            lines.append(json.dumps(output, ensure_ascii=False))
+        return ("\n".join(lines) + "\n").encode("utf8") if lines else b""
+    from spacy.tokens import DocBin
+
+    doc_bin = DocBin(store_user_data=True)  # as `spacy apply`: custom attributes (gates) travel with the Docs
+    for doc, record in zip(docs, records):
+        doc.user_data.pop(TRF_DATA_KEY, None)
+        if record is not None:
+            doc.user_data[INPUT_FIELDS_KEY] = {key: value for key, value in record.items() if key != settings.text_key}
+        doc_bin.add(doc)
+    return doc_bin.to_bytes()
+
+
+# Annotating -------------------------------------------------------------------------------------
+
+
+def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
+    """The pipeline, on the GPU if gpu_id >= 0, with gate storage switched on
+    in every sla_transformer when the gates are asked for."""
+    import spacy
+
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    nlp = spacy.load(settings.pipeline)
+    if "gates" in settings.fields:
+        from .pipeline_component import SLATransformer
+
+        components = [pipe for _, pipe in nlp.pipeline if isinstance(pipe, SLATransformer)]
+        if not components:
+            raise AnnotationError(
+                f"The field 'gates' needs an sla_transformer component; {settings.pipeline} has "
+                f"{', '.join(nlp.pipe_names) or 'no components'}."
+            )
+        for pipe in components:
+            pipe.store_gates = True
+    return nlp
+
+
+class ShardAnnotator:
+    """Reads, annotates and writes shards with one loaded pipeline: the unit
+    of work of both paths (one per process; one per Ray actor)."""
+
+    def __init__(self, settings: AnnotateSettings, n_shards: int, gpu_id: int = -1):
+        self.settings = settings
+        self.n_shards = n_shards
+        self.nlp = load_pipeline(settings, gpu_id)
+        self._input_docs: Optional[List[Any]] = None
+
+    def _spacy_docs(self, shard: Shard) -> List[Any]:
+        if self._input_docs is None:  # loaded once per worker, sliced per shard
+            from spacy.tokens import DocBin
+
+            self._input_docs = list(DocBin().from_disk(self.settings.input_path).get_docs(self.nlp.vocab))
+        return self._input_docs[shard.start:shard.end]
+
+    def __call__(self, shard: Shard) -> ShardResult:
+        settings = self.settings
+        target = Path(settings.output_dir) / shard_name(settings, shard.index, self.n_shards)
+        if target.exists():  # finished by an earlier attempt (a retried Ray task, a resumed run)
+            return ShardResult(shard.index, str(target), resumed=True)
+        if settings.input_format == "spacy":
+            inputs: List[Any] = self._spacy_docs(shard)
+            records: List[Optional[Dict[str, Any]]] = [None] * len(inputs)
+            bad: List[BadLine] = []
+        else:
+            items, bad = read_lines(settings, shard)
+            if bad and settings.on_error == "stop":
+                # Returned, not raised: the caller stops the job (a Ray task's
+                # exception would reach the driver as text only).
+                return ShardResult(shard.index, str(target), bad_lines=bad, stopped=True)
+            inputs = [text for _, text, _ in items]
+            records = [record for _, _, record in items]
+        docs = list(self.nlp.pipe(inputs, batch_size=settings.batch_size))
+        _write_atomically(target, encode_shard(settings, docs, records))
+        return ShardResult(shard.index, str(target), n_docs=len(docs), bad_lines=bad)
+
+
+def _summarize(results: Sequence[ShardResult], n_shards: int, started: float) -> AnnotateSummary:
+    bad = sorted((line for result in results for line in result.bad_lines), key=lambda line: line.line)
+    return AnnotateSummary(n_shards=n_shards, n_docs=sum(result.n_docs for result in results),
+                           n_resumed=sum(result.resumed for result in results),
+                           bad_lines=bad, seconds=time.time() - started)
+
+
+def _record_bad_lines(settings: AnnotateSettings, bad: Sequence[BadLine]) -> None:
+    if bad:
+        with (Path(settings.output_dir) / BAD_LINES).open("a", encoding="utf8") as stream:
+            stream.writelines(f"{line}\n" for line in bad)
+
+
+def _sort_bad_lines(settings: AnnotateSettings) -> None:
+    """Put OUTPUT_DIR/bad-lines.txt in input order (shards finish in any
+    order on Ray, and a resumed run appends)."""
+    path = Path(settings.output_dir) / BAD_LINES
+    if path.exists():
+        prefix = len(settings.input_path) + 1  # "PATH:LINE: reason"
+        lines = set(path.read_text(encoding="utf8").splitlines())
+        ordered = sorted(lines, key=lambda line: int(line[prefix:].split(":", 1)[0]))
+        _write_atomically(path, "".join(f"{line}\n" for line in ordered).encode("utf8"))
+
+
+def progress_line(done: int, total: int, result: ShardResult) -> str:
+    name = Path(result.path).name
+    if result.resumed:
+        return f"[{done}/{total}] {name}: written before, kept"
+    skipped = f", {len(result.bad_lines)} bad line(s) skipped" if result.bad_lines else ""
+    return f"[{done}/{total}] {name}: {result.n_docs} docs{skipped}"
+
+
+def annotate(
+    settings: AnnotateSettings,
+    *,
+    gpu_id: int = -1,
+    overwrite: bool = False,
+    report: Callable[[str], None] = print,
+) -> AnnotateSummary:
+    """Annotate in this process, shard by shard, with nlp.pipe."""
+    started = time.time()
+    settings = settings.resolved()
+    settings.check()
+    shards = plan_shards(settings)
+    todo = prepare_output(settings, shards, overwrite)
+    annotator = ShardAnnotator(settings, len(shards), gpu_id)
+    results = []
+    for done, shard in enumerate(todo, start=1):
+        result = annotator(shard)
+        if result.stopped:
+            raise result.stop_error()
+        _record_bad_lines(settings, result.bad_lines)
+        results.append(result)
+        report(progress_line(done, len(todo), result))
+    _sort_bad_lines(settings)
+    return _summarize(results + _resumed(shards, todo), len(shards), started)
+
+
+def _resumed(shards: Sequence[Shard], todo: Sequence[Shard]) -> List[ShardResult]:
+    waiting = {shard.index for shard in todo}
+    return [ShardResult(shard.index, "", resumed=True) for shard in shards if shard.index not in waiting]
+
+
+class _RayShardAnnotator:
+    """The Ray Data actor: one pipeline per worker, one shard per call."""
+
+    def __init__(self, settings: Dict[str, Any], n_shards: int, use_gpu: bool):
+        # Ray gives the actor its GPU through CUDA_VISIBLE_DEVICES: device 0.
+        self.annotator = ShardAnnotator(AnnotateSettings(**settings), n_shards, 0 if use_gpu else -1)
+
+    def __call__(self, batch: Dict[str, Any]) -> Dict[str, List[Any]]:
+        out: Dict[str, List[Any]] = {"index": [], "path": [], "n_docs": [], "resumed": [], "stopped": [],
+                                     "bad_lines": []}
+        for index, start, end, first_line in zip(batch["index"], batch["start"], batch["end"], batch["first_line"]):
+            result = self.annotator(Shard(int(index), int(start), int(end), int(first_line)))
+            out["index"].append(result.index)
+            out["path"].append(result.path)
+            out["n_docs"].append(result.n_docs)
+            out["resumed"].append(result.resumed)
+            out["stopped"].append(result.stopped)
+            # A JSON string keeps the column a plain Arrow type.
+            out["bad_lines"].append(json.dumps([asdict(line) for line in result.bad_lines]))
+        return out
+
+
+def annotate_on_ray(
+    settings: AnnotateSettings,
+    *,
+    address: Optional[str] = None,
+    workers: Optional[int] = None,
+    cpus_per_worker: float = 1.0,
+    gpus_per_worker: float = 0.0,
+    overwrite: bool = False,
+    report: Callable[[str], None] = print,
+) -> AnnotateSummary:
+    """Annotate with a Ray Data pipeline: the shard plan is read into a
+    dataset, an actor pool of `workers` (default: as many as the cluster's
+    CPUs or GPUs allow) loads the pipeline once per actor and annotates and
+    writes one shard per call; Ray restarts a worker that died and retries
+    its shard. The input and output directories must be on storage every
+    node sees at the same path."""
+    started = time.time()
+    settings = settings.resolved()
+    settings.check()
+    shards = plan_shards(settings)
+    todo = prepare_output(settings, shards, overwrite)
+    results: List[ShardResult] = []
+    if todo:
+        from ._ray import ray_session
+
+        with ray_session(address) as ray:
+            context = ray.data.DataContext.get_current()
+            context.enable_progress_bars = False  # one progress line per shard instead
+            if workers is None:
+                resources = ray.cluster_resources()
+                if gpus_per_worker > 0:
+                    workers = int(resources.get("GPU", 0) // gpus_per_worker)
+                else:
+                    workers = int(resources.get("CPU", 1) // max(cpus_per_worker, 1e-9))
+            workers = max(1, min(workers, len(todo)))
+            report(f"{len(todo)} shard(s) to write with {workers} Ray worker(s) "
+                   f"({cpus_per_worker:g} CPU and {gpus_per_worker:g} GPU each)")
+            dataset = ray.data.from_items([asdict(shard) for shard in todo], override_num_blocks=len(todo))
+            annotated = dataset.map_batches(
+                _RayShardAnnotator,
+                fn_constructor_kwargs={"settings": asdict(settings), "n_shards": len(shards),
+                                       "use_gpu": gpus_per_worker > 0},
+                batch_size=1,
+                compute=ray.data.ActorPoolStrategy(size=workers),
+                num_cpus=cpus_per_worker,
+                num_gpus=gpus_per_worker,
+            )
+            for row in annotated.iter_rows():
+                bad = [BadLine(**line) for line in json.loads(row["bad_lines"])]
+                result = ShardResult(int(row["index"]), str(row["path"]), int(row["n_docs"]),
+                                     bool(row["resumed"]), bad, bool(row["stopped"]))
+                if result.stopped:
+                    raise result.stop_error()  # shards finished meanwhile stay written
+                _record_bad_lines(settings, bad)
+                results.append(result)
+                report(progress_line(len(results), len(todo), result))
+    _sort_bad_lines(settings)
+    return _summarize(results + _resumed(shards, todo), len(shards), started)
