@@ -6,9 +6,11 @@ from .about import __version__
 from .data_classes import ParentAttention, SyntaxInputs
 from .masks import (
     AncestorMask,
+    DependencyScaleDistances,
     MaskBuilder,
     MissingParseError,
     SoftThreshold,
+    SoftThresholdBias,
     SyntaxMask,
     TreeDistanceBuckets,
     WindowMask,
@@ -17,11 +19,13 @@ from .pipeline_component import SLATransformer, make_sla_transformer
 
 __all__ = [
     "AncestorMask",
+    "DependencyScaleDistances",
     "MaskBuilder",
     "MissingParseError",
     "ParentAttention",
     "SLATransformer",
     "SoftThreshold",
+    "SoftThresholdBias",
     "SyntaxInputs",
     "SyntaxMask",
     "TreeDistanceBuckets",

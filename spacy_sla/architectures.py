@@ -32,8 +32,8 @@ def create_sla_transformer_model_v2(
     The arguments of spacy-transformers.TransformerModel.v3, plus:
     mask (Optional[Callable]): the local branch's builder: a mask builder
         (spacy-sla.syntax_mask.v1/v2, window_mask.v1, ancestor_mask.v1) or a
-        distance builder (spacy-sla.tree_distance_bias.v1, soft_threshold.v1);
-        null for no local branch.
+        distance builder (spacy-sla.tree_distance_bias.v1, soft_threshold.v1,
+        dependency_scale.v1); null for no local branch.
     sla_layers (Optional[List[int]]): the layers with a local branch; null
         for all of them.
     on_missing_parse (str): "error" (default) to refuse Docs without a

@@ -260,7 +260,7 @@ def _run_command(command: List[str], log_path: Optional[Path]) -> None:
 
 # The baseline first (the spaCy pipeline, then the plain transformers + torch fine-tune of
 # research/baseline.py), then the paper's comparison order; unknown variants follow alphabetically.
-VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "sla-noneighbours", "sla-nopunct")
+VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "depscale", "sla-noneighbours", "sla-nopunct")
 
 
 def _row_order(key: Tuple[str, str]) -> Tuple[str, int, str]:
