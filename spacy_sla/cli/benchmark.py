@@ -1,13 +1,35 @@
 """`python -m spacy sla benchmark`: SLA vs plain attention, side by side."""
 import json
 from pathlib import Path
+from typing import List, Tuple
 
 from spacy.cli._util import Opt
 from wasabi import msg
 
 from ..research.benchmark import DEFAULT_DATA, format_table, ratio_rows, run_benchmark
+from ..research.converters import ConversionError
 from ..research.profiling import format_differences, parse_profile_setting
 from ._app import sla_cli
+
+
+def _positive_numbers(option: str, text: str) -> List[int]:
+    """A comma-separated list of whole numbers >= 1, or exit with a one-line
+    message now, before anything is loaded or measured."""
+    values = [value.strip() for value in text.split(",")]
+    if not all(value.isdigit() and int(value) >= 1 for value in values):
+        msg.fail(f"{option} takes whole numbers >= 1, comma-separated (e.g. 10,25); got '{text}'", exits=1)
+    return [int(value) for value in values]
+
+
+def _profile_setting(text: str) -> Tuple[int, int]:
+    """--profile as (words, batch size), both >= 1, or exit with a one-line message."""
+    try:
+        words, batch_size = parse_profile_setting(text)
+    except ValueError as error:
+        msg.fail(f"--profile: {error}", exits=1)
+    if words < 1 or batch_size < 1:
+        msg.fail(f"--profile takes WORDSxBATCH with both >= 1, e.g. 25x32; got '{text}'", exits=1)
+    return words, batch_size
 
 
 @sla_cli.command("benchmark")
@@ -25,29 +47,49 @@ def benchmark_cli(
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
     mixed_precision: bool = Opt(False, "--mixed-precision", help="Autocast the transformers (GPU)"),
     profile: str = Opt("", "--profile", help="Also profile one setting per PyTorch operator, as WORDSxBATCH (e.g. 25x32)"),
+    long_docs: str = Opt("10000,100000", "--long-docs", help="Also time building the masks of one Doc of each length in tokens, comma-separated ('' to skip)"),
     output: Path = Opt(Path("metrics/benchmark.json"), "--output", help="Where to write the JSON report"),
 ):
     """Throughput of the transformer component, the whole pipeline and a
     training step for vanilla, SLA and window attention on the same parsed
     Docs, the share of mask building, peak memory, and the SLA / vanilla
     ratios, per input length and batch size."""
+    # Every setting is checked before the minutes of measuring, which a bad
+    # value would otherwise end with a traceback.
     if not data.is_file():
         msg.fail(f"No sentences at {data}: pass --data with a CoNLL-U or .spacy file (the default is the sample in the project's assets/).", exits=1)
-    report = run_benchmark(
-        model,
-        parser,
-        data,
-        lengths=[int(x) for x in lengths.split(",")],
-        batch_sizes=[int(x) for x in batch_sizes.split(",")],
-        repeats=repeats,
-        train=train,
-        memory=memory,
-        gpu_id=gpu_id,
-        n_batches=n_batches,
-        mixed_precision=mixed_precision,
-        profile=parse_profile_setting(profile) if profile else None,
-        timing=timing,
-    )
+    length_list = _positive_numbers("--lengths", lengths)
+    batch_size_list = _positive_numbers("--batch-sizes", batch_sizes)
+    long_documents = _positive_numbers("--long-docs", long_docs) if long_docs.strip() else []
+    for option, value in (("--repeats", repeats), ("--n-batches", n_batches)):
+        if value < 1:
+            msg.fail(f"{option} takes a whole number >= 1; got {value}", exits=1)
+    profile_setting = _profile_setting(profile) if profile else None
+    if output.exists() and not output.is_file():
+        msg.fail(f"--output {output} is a directory; name the JSON file to write", exits=1)
+    try:
+        report = run_benchmark(
+            model,
+            parser,
+            data,
+            lengths=length_list,
+            batch_sizes=batch_size_list,
+            repeats=repeats,
+            train=train,
+            memory=memory,
+            gpu_id=gpu_id,
+            n_batches=n_batches,
+            mixed_precision=mixed_precision,
+            profile=profile_setting,
+            timing=timing,
+            long_documents=long_documents,
+        )
+    except OSError as error:
+        # A parser package or model directory that cannot be loaded ([E050], [E005]).
+        msg.fail(f"Could not run the benchmark: {' '.join(str(error).split())}", exits=1)
+    except ConversionError as error:
+        # A bad line in --data ([E011] FILE:LINE: ...), found before any measuring.
+        msg.fail(str(error), exits=1)
     report["ratios"] = ratio_rows(report)
     table = format_table(report)
     report["table"] = table
@@ -59,4 +101,8 @@ def benchmark_cli(
         print(f"Where SLA's extra time goes (~{report['profile']['words']} words, batch {report['profile']['batch_size']}):\n")
         for differences in report["profile"]["differences"]:
             print(format_differences(differences))
+    if report["long_document_masks"]:
+        print("Mask building for one long Doc (all its spans, tokenization excluded):\n")
+        for row in report["long_document_masks"]:
+            print(f"  {row['tokens']:>7} tokens, {row['spans']:>5} spans: {row['seconds']:.2f} s ({row['seconds_per_1k_tokens'] * 1000:.1f} ms per 1,000 tokens)")
     msg.good(f"Wrote {output}")

@@ -177,6 +177,40 @@ class MaskTimer:
         del self.model.syntax_inputs
 
 
+def long_document_mask_cost(
+    parser: Language, sla: Language, sentences: Sequence[str], lengths: Sequence[int]
+) -> List[Dict[str, float]]:
+    """Seconds to build the SLA masks of all spans of one long Doc
+    (tokenization excluded), per Doc length in tokens: the Docs are parsed
+    sentences of the data joined with Doc.from_docs. Linear cost shows as a
+    constant time per 1,000 tokens."""
+    parsed = list(parser.pipe(sentences[:300]))
+    if not parsed or not sum(len(doc) for doc in parsed):
+        return []
+    model = sla.get_pipe("transformer").model
+    if model.tokenizer is None:
+        _initialize(sla, _examples(parsed[:2]))
+    rows = []
+    for n_tokens in lengths:
+        chosen: List[Doc] = []
+        total = 0
+        while total < n_tokens:
+            for doc in parsed:
+                chosen.append(doc)
+                total += len(doc)
+                if total >= n_tokens:
+                    break
+        long_doc = Doc.from_docs(chosen)
+        spans = flatten_spans(model.settings.get_spans([long_doc]))
+        wordpieces, align = model.tokenize(spans)
+        seconds = _timed(lambda: model.syntax_inputs(spans, wordpieces, align))
+        rows.append(
+            {"tokens": len(long_doc), "spans": len(spans), "seconds": seconds, "seconds_per_1k_tokens": 1000 * seconds / len(long_doc)}
+        )
+        print(f"Masks of one Doc of {len(long_doc)} tokens ({len(spans)} spans): {seconds:.2f} s", flush=True)
+    return rows
+
+
 def measure_setting(
     pipelines: Dict[str, Language],
     parser: Language,
@@ -288,10 +322,12 @@ def run_benchmark(
     mixed_precision: bool = False,
     profile: Optional[Tuple[int, int]] = None,
     timing: bool = True,
+    long_documents: Sequence[int] = (),
 ) -> Dict[str, Any]:
     """Measure every length x batch size setting; with profile=(words,
     batch_size) also profile that setting per operator; timing=False
-    measures peak memory alone."""
+    measures peak memory alone; long_documents: Doc lengths in tokens at
+    which to time building the masks of one long Doc."""
     if gpu_id >= 0:
         require_gpu(gpu_id)
     parser = spacy.load(parser_name, exclude=PARSER_ONLY)
@@ -318,6 +354,7 @@ def run_benchmark(
         print(f"Profiling documents of ~{words} words, batch size {batch_size} ...", flush=True)
         docs = list(parser.pipe(documents_of_length(sentences, words, batch_size), batch_size=batch_size))
         profiled = {"words": words, "batch_size": batch_size, **profile_setting(pipelines, docs, batch_size, repeats)}
+    long_document_masks = long_document_mask_cost(parser, pipelines["sla"], sentences, long_documents) if long_documents else []
     return {
         "date": time.strftime("%Y-%m-%d"),
         "machine": machine_description(gpu_id),
@@ -328,6 +365,7 @@ def run_benchmark(
         "repeats": repeats,
         "settings": results,
         "profile": profiled,
+        "long_document_masks": long_document_masks,
     }
 
 
