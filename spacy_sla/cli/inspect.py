@@ -2,6 +2,7 @@
 pipeline. The logic lives in spacy_sla.inspection; these commands load the
 pipelines, print and write files."""
 import json
+import re
 import sys
 from itertools import islice
 from pathlib import Path
@@ -38,13 +39,68 @@ FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 COMPONENT_HELP = "The SLA component to use; needed only when a pipeline has several"
 
 
+# A coded error of spacy-sla or spaCy ("[E006] ..."), whose message says what to do.
+CODED_ERROR = re.compile(r"\[E[0-9]+\]")
+DAMAGED_HINT = (
+    "a file of the saved pipeline is probably truncated or damaged (or its config was edited by hand): "
+    "save or copy the pipeline again"
+)
+
+
+def _one_line(error: BaseException) -> str:
+    """An error's message on one line (config errors span several)."""
+    return " ".join(str(error).split())
+
+
+def _undecodable_file(model: str) -> Optional[Path]:
+    """Which of a pipeline directory's text files is not valid UTF-8 (the
+    UnicodeDecodeError that spacy.load raises does not say)."""
+    for path in (Path(model) / "config.cfg", Path(model) / "meta.json"):
+        try:
+            path.read_text(encoding="utf8")
+        except UnicodeDecodeError:
+            return path
+        except OSError:  # not a directory (a package name) or no such file: look no further here
+            continue
+    return None
+
+
 def _load(model: str) -> Language:
-    """spacy.load, with a one-line message instead of a traceback for a wrong
-    name or path."""
+    """spacy.load, with a one-line message instead of a traceback for what
+    goes wrong with a saved pipeline: a wrong name or path (OSError), a text
+    file that is not UTF-8, a truncated or damaged file (ValueError from
+    msgpack, JSON or numpy; EOFError from numpy), or saved weights that do
+    not fit the config ([E006] and other coded ValueErrors)."""
     try:
         return spacy.load(model)
     except OSError as error:
-        msg.fail(f"Could not load the pipeline '{model}'", str(error), exits=1)
+        msg.fail(f"Could not load the pipeline '{model}': {_one_line(error)}", exits=1)
+    except UnicodeDecodeError as error:
+        path = _undecodable_file(model)
+        where = "a text file of it" if path is None else str(path)
+        msg.fail(
+            f"Could not load the pipeline '{model}': {where} is not valid UTF-8 "
+            f"({error.reason} at byte {error.start}); save it as UTF-8",
+            exits=1,
+        )
+    except (ValueError, EOFError) as error:
+        problem = _one_line(error) or type(error).__name__
+        if not CODED_ERROR.match(problem):
+            problem = f"{problem}; {DAMAGED_HINT}"
+        msg.fail(f"Could not load the pipeline '{model}': {problem}", exits=1)
+
+
+def _read_docs(data_path: Path) -> DocBin:
+    """A .spacy file, with a one-line message for one that is not a DocBin
+    or is truncated (msgpack's ValueError does not name the file)."""
+    try:
+        return DocBin().from_disk(data_path)
+    except (ValueError, EOFError) as error:
+        msg.fail(
+            f"Could not read {data_path} as a .spacy file (DocBin): {_one_line(error) or type(error).__name__}; "
+            "it is probably truncated or not a .spacy file",
+            exits=1,
+        )
 
 
 def _fail(error: InspectionError, model: str) -> None:
@@ -73,7 +129,7 @@ def gates_cli(
         require_matplotlib()
     except InspectionError as error:
         _fail(error, model)
-    doc_bin = DocBin().from_disk(data_path)
+    doc_bin = _read_docs(data_path)
     n_docs = len(doc_bin) if limit is None else min(limit, len(doc_bin))
     statistics: Dict[str, GateStatistics] = {}
     for label in [model] if compare is None else [model, compare]:

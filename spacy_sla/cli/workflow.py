@@ -1,13 +1,13 @@
 """The commands behind the project workflows: convert, prepare, link-model,
 train, evaluate, experiment, compare."""
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Union
 
 import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
-from ..research.converters import READERS, convert
+from ..research.converters import READERS, ConversionError, convert
 from ..research.experiments import (
     compare,
     evaluate_runs,
@@ -32,6 +32,22 @@ def _split(values: str) -> List[str]:
     return [value.strip() for value in values.split(",") if value.strip()]
 
 
+def _check_count(option: str, value: Optional[int]) -> None:
+    """Offsets and limits are counts of documents; a negative one is refused
+    before any file is read."""
+    if value is not None and value < 0:
+        msg.fail(f"{option} takes a whole number >= 0; got {value}", exits=1)
+
+
+def _conversion_failed(error: Union[ConversionError, OSError], what: str) -> None:
+    """Exit with one line for what a conversion expects to go wrong: a bad
+    line of a data file ("[E011] FILE:LINE: ..."), or a file that cannot be
+    read or written (the OSError names it)."""
+    if isinstance(error, ConversionError):
+        msg.fail(str(error), exits=1)
+    msg.fail(f"Could not {what}: {' '.join(str(error).split())}", exits=1)
+
+
 @sla_cli.command("convert")
 def convert_cli(
     reader: str = Arg(..., help=f"Input format: {', '.join(READERS)}"),
@@ -41,7 +57,14 @@ def convert_cli(
     limit: Optional[int] = Opt(None, "--limit", help="Keep at most this many documents"),
 ):
     """Convert a CoLA, SST-2, CoNLL-2003, FCE or CoNLL-U file to .spacy."""
-    n_docs = convert(reader, input_path, output_path, offset=offset, limit=limit)
+    if reader not in READERS:
+        msg.fail(f"Unknown input format '{reader}'. Formats: {', '.join(READERS)}", exits=1)
+    _check_count("--offset", offset)
+    _check_count("--limit", limit)
+    try:
+        n_docs = convert(reader, input_path, output_path, offset=offset, limit=limit)
+    except (ConversionError, OSError) as error:
+        _conversion_failed(error, f"convert {input_path} to {output_path}")
     msg.good(f"Wrote {n_docs} documents to {output_path}")
 
 
@@ -53,8 +76,16 @@ def prepare_cli(
     train_limit: Optional[int] = Opt(None, "--train-limit", help="Keep the first N training documents"),
     dev_limit: Optional[int] = Opt(None, "--dev-limit", help="Keep the first N dev documents"),
 ):
-    """Convert a task's training and dev files to output_dir/{train,dev}.spacy."""
-    train_path, dev_path = prepare_corpus(_task(task), data_dir, output_dir, train_limit, dev_limit)
+    """Convert a task's training and dev files to output_dir/{train,dev}.spacy
+    (replaced together or not at all), with output_dir/corpus.json saying
+    what they were made from."""
+    spec = _task(task)
+    _check_count("--train-limit", train_limit)
+    _check_count("--dev-limit", dev_limit)
+    try:
+        train_path, dev_path = prepare_corpus(spec, data_dir, output_dir, train_limit, dev_limit)
+    except (ConversionError, OSError) as error:
+        _conversion_failed(error, f"prepare the {task} corpus")
     msg.good(f"Wrote {train_path} and {dev_path}")
 
 
@@ -145,11 +176,15 @@ def experiment_cli(
     # results/TASK/VARIANT/seedN.json: the small records (scores + settings) that are committed, so that
     # `compare results ...` accumulates runs across sessions; models stay in the ignored training/.
     corpus_dir, training_dir, metrics_dir = (root / part / task for part in ("corpus", "training", "results"))
+    _check_count("--train-limit", train_limit)
     # Prepared again whenever its record (corpus.json) is missing or names other sources or limits.
-    if prepared_corpus_is_current(spec, data_dir, corpus_dir, train_limit=train_limit):
-        msg.info(f"Keeping the corpus in {corpus_dir}: prepared from the same files and limits")
-    else:
-        prepare_corpus(spec, data_dir, corpus_dir, train_limit=train_limit)
+    try:
+        if prepared_corpus_is_current(spec, data_dir, corpus_dir, train_limit=train_limit):
+            msg.info(f"Keeping the corpus in {corpus_dir}: prepared from the same files and limits")
+        else:
+            prepare_corpus(spec, data_dir, corpus_dir, train_limit=train_limit)
+    except (ConversionError, OSError) as error:
+        _conversion_failed(error, f"prepare the {task} corpus")
     extra = parse_config_overrides(ctx.args)
     if ray or ray_address:  # the same runs, records and layout, as Ray tasks (research/distributed.py)
         from ..research.distributed import experiment_on_ray
