@@ -80,8 +80,16 @@ class ParentAttention:
 
 @dataclass
 class SLATransformerBatch(FullTransformerBatch):
-    """spacy-transformers' FullTransformerBatch, plus the gate values of the
-    SLA layers when the component stores them: (n_sla_layers, n_spans,
-    n_pieces), NaN where a span had no local input."""
+    """spacy-transformers' FullTransformerBatch, plus what the batch produced
+    besides the transformer output.
+
+    gates: in prediction, the gate values of the SLA layers, (n_sla_layers,
+        n_spans, n_pieces), NaN where a span had no local input; None in
+        training and without SLA layers.
+    auxiliary_loss: in training with a supervised parent head (LISA), the
+        weighted parent-attention loss of the batch (its tensor joins the
+        backward pass); None otherwise.
+    """
 
     gates: Optional[numpy.ndarray] = None
+    auxiliary_loss: Optional[float] = None

@@ -275,7 +275,7 @@ def _token_label(text: str) -> str:
 
 
 def _require_builder(model: SLATransformerModel):
-    builder = model.attrs["mask"]
+    builder = model.settings.mask
     if builder is None:
         raise InspectionError(
             "The syntax-aware transformer has no local mask builder (mask = null: an SG-Net or LISA "
@@ -299,7 +299,7 @@ def wordpiece_masks(doc: Doc, model: SLATransformerModel) -> List[MaskView]:
     """The wordpiece-level matrices the model uses, one per transformer
     span, labelled with the wordpieces (special pieces included)."""
     builder = _require_builder(model)
-    spans = flatten_spans(model.attrs["get_spans"]([doc]))
+    spans = flatten_spans(model.settings.get_spans([doc]))
     try:
         matrices = model.local_masks([doc])
     except MissingParseError as error:
@@ -406,7 +406,8 @@ def sla_info(nlp: Language) -> List[Dict[str, Any]]:
         model = location.model
         transformer = model.transformer
         config = transformer.config
-        family = attention_family(config, model.attrs["name"])
+        settings = model.settings
+        family = attention_family(config, settings.name)
         parent = transformer.parent_attention
         names = set(transformer.sla_parameter_names())
         pipe = nlp.get_pipe(location.component)
@@ -417,21 +418,21 @@ def sla_info(nlp: Language) -> List[Dict[str, Any]]:
                 "factory": nlp.get_pipe_meta(location.component).factory,
                 "config_path": location.config_path,
                 "architecture": location.config["@architectures"],
-                "transformer": model.attrs["name"],
+                "transformer": settings.name,
                 "model_type": config.model_type,
                 "n_layers": len(family.layers(transformer.transformer)),
                 "hidden_size": config.hidden_size,
                 "n_heads": config.num_attention_heads,
                 "sla_layers": list(transformer.sla_layers),
-                "mask": None if model.attrs["mask"] is None else repr(model.attrs["mask"]),
+                "mask": None if settings.mask is None else repr(settings.mask),
                 "mask_config": location.config.get("mask"),
                 "syntax_guided_mask": None
-                if model.attrs["syntax_guided_mask"] is None
-                else repr(model.attrs["syntax_guided_mask"]),
+                if settings.syntax_guided_mask is None
+                else repr(settings.syntax_guided_mask),
                 "syntax_guided_mask_config": location.config.get("syntax_guided_mask"),
                 "parent_attention": None if parent is None else asdict(parent),
                 "parent_attention_config": location.config.get("parent_attention"),
-                "on_missing_parse": model.attrs["on_missing_parse"],
+                "on_missing_parse": settings.on_missing_parse,
                 "store_gates": bool(pipe.cfg.get("store_gates")) if own_component else None,
                 "listeners": list(pipe.listening_components) if own_component else [],
                 "parameters": _parameter_count(transformer.parameters()),

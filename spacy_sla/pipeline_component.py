@@ -3,12 +3,13 @@ from typing import Callable, Dict, Iterable, List, Optional
 import numpy
 from spacy.language import Language
 from spacy.tokens import Doc
-from spacy.training import Example
-from spacy_transformers.data_classes import FullTransformerBatch
+from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from spacy_transformers.annotation_setters import null_annotation_setter
+from spacy_transformers.data_classes import FullTransformerBatch, TransformerData
+from spacy_transformers.layers import TransformerListener
 from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer
-from thinc.api import Config, Model, Optimizer
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .gates import GATES_ATTR, install_gate_extension, token_gates
 
@@ -72,7 +73,9 @@ def make_sla_transformer(
     max_batch_items (int): the largest padded batch, in wordpieces.
     store_gates (bool): store the gate values of the SLA layers at prediction
         time in doc._.sla_gates, (n_sla_layers, n_tokens), each token's value
-        the mean over its wordpieces. Off by default; no cost when off.
+        the mean over its wordpieces. Off by default.
+    Both are runtime settings: the values of the config a pipeline is loaded
+    with are in effect, not the saved ones.
     """
     return SLATransformer(
         nlp.vocab,
@@ -87,7 +90,8 @@ def make_sla_transformer(
 class SLATransformer(Transformer):
     """spacy-transformers' Transformer component, with a model that uses the
     Doc's dependency parse. Everything a TransformerListener relies on
-    (update, listeners, doc._.trf_data, serialization) is inherited."""
+    (listeners, doc._.trf_data, serialization) is inherited; update also
+    reports the parent-attention loss of LISA models."""
 
     def __init__(
         self,
@@ -100,33 +104,47 @@ class SLATransformer(Transformer):
         store_gates: bool = False,
     ):
         super().__init__(vocab, model, set_extra_annotations, name=name, max_batch_items=max_batch_items)
+        self.max_batch_items = max_batch_items
         self.store_gates = store_gates
         install_gate_extension()
 
+    # The runtime settings are attributes of the component; self.cfg (which
+    # spacy-transformers reads, saves and loads) mirrors them and is set
+    # again after loading, so that the saved values never override the
+    # config a pipeline is loaded with.
+
     @property
     def store_gates(self) -> bool:
-        """Whether prediction stores doc._.sla_gates (a runtime setting)."""
+        """Whether prediction stores doc._.sla_gates."""
         return self._store_gates
 
     @store_gates.setter
     def store_gates(self, value: bool) -> None:
         self._store_gates = bool(value)
-        self._apply_store_gates()
-
-    def _apply_store_gates(self) -> None:
-        # The factory's (or the setter's) value wins over the saved one, so
-        # that spacy.load(..., config={...: {"store_gates": True}}) works.
         self.cfg["store_gates"] = self._store_gates
-        self.model.attrs["record_gates"] = self._store_gates
+
+    @property
+    def max_batch_items(self) -> int:
+        """The largest padded batch, in wordpieces."""
+        return self._max_batch_items
+
+    @max_batch_items.setter
+    def max_batch_items(self, value: int) -> None:
+        self._max_batch_items = int(value)
+        self.cfg["max_batch_items"] = self._max_batch_items
+
+    def _restore_runtime_settings(self) -> None:
+        self.cfg["store_gates"] = self._store_gates
+        self.cfg["max_batch_items"] = self._max_batch_items
 
     def from_disk(self, path, *, exclude=tuple()) -> "SLATransformer":
         super().from_disk(path, exclude=exclude)
-        self._apply_store_gates()
+        self._restore_runtime_settings()
         return self
 
     def from_bytes(self, bytes_data, *, exclude=tuple()) -> "SLATransformer":
         super().from_bytes(bytes_data, exclude=exclude)
-        self._apply_store_gates()
+        self._restore_runtime_settings()
         return self
 
     def set_annotations(self, docs: Iterable[Doc], predictions: FullTransformerBatch) -> None:
@@ -134,7 +152,7 @@ class SLATransformer(Transformer):
         store_gates, doc._.sla_gates."""
         docs = list(docs)
         super().set_annotations(docs, predictions)
-        if self.cfg.get("store_gates") and getattr(predictions, "gates", None) is not None:
+        if self.store_gates and getattr(predictions, "gates", None) is not None:
             for doc, gates in zip(docs, token_gates(predictions, docs)):
                 doc._.set(GATES_ATTR, gates)
 
@@ -150,15 +168,57 @@ class SLATransformer(Transformer):
         sgd: Optional[Optimizer] = None,
         losses: Optional[Dict[str, float]] = None,
     ) -> Dict[str, float]:
-        """spacy-transformers' update; with a supervised parent head (LISA)
-        its loss is also reported, as losses["<name>_parent"] (it is
-        backpropagated with the listeners' gradients)."""
-        self.model.attrs["auxiliary_loss"] = 0.0
-        losses = super().update(examples, drop=drop, sgd=sgd, losses=losses)
-        if self.model.attrs.get("parent_attention") is not None:
+        """spacy-transformers' update: run the model and hand its output and
+        backpropagation callback to the listeners. With a supervised parent
+        head (LISA) the batch's parent-attention loss is also reported, as
+        losses["<name>_parent"]; it is backpropagated with the listeners'
+        gradients."""
+        validate_examples(examples, "SLATransformer.update")
+        if losses is None:
+            losses = {}
+        docs = [eg.predicted for eg in examples]
+        if not any(len(doc) for doc in docs):
+            return losses
+        set_dropout_rate(self.model, drop)
+        trf_full, bp_trf_full = self.model.begin_update(docs)
+        losses.setdefault(self.name, 0.0)
+        if self._supervises_parents():
             name = self.auxiliary_loss_name
-            losses[name] = losses.get(name, 0.0) + self.model.attrs["auxiliary_loss"]
+            losses[name] = losses.get(name, 0.0) + (getattr(trf_full, "auxiliary_loss", None) or 0.0)
+        d_tensors: List[List] = []
+
+        def accumulate_gradient(d_trf_datas: List[TransformerData]) -> None:
+            """Sum the gradients of all but the last listener."""
+            for i, d_trf_data in enumerate(d_trf_datas):
+                for d_tensor in d_trf_data.tensors:
+                    losses[self.name] += float((d_tensor**2).sum())
+                if i >= len(d_tensors):
+                    d_tensors.append(list(d_trf_data.tensors))
+                else:
+                    for j, d_tensor in enumerate(d_trf_data.tensors):
+                        d_tensors[i][j] += d_tensor
+
+        def backprop(d_trf_datas: List[TransformerData]) -> List[Doc]:
+            """Called by the last listener: backpropagate the summed gradients."""
+            nonlocal d_tensors
+            accumulate_gradient(d_trf_datas)
+            d_trf_full = trf_full.unsplit_by_doc(d_tensors)
+            d_docs = bp_trf_full(d_trf_full)
+            if sgd is not None:
+                self.model.finish_update(sgd)
+            d_tensors = []
+            return d_docs
+
+        batch_id = TransformerListener.get_batch_id(docs)
+        for listener in self.listeners[:-1]:
+            listener.receive(batch_id, trf_full.doc_data, accumulate_gradient)
+        if self.listeners:
+            self.listeners[-1].receive(batch_id, trf_full.doc_data, backprop)
         return losses
+
+    def _supervises_parents(self) -> bool:
+        settings = getattr(self.model, "settings", None)
+        return settings is not None and settings.parent_attention is not None
 
     def local_masks(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
         """The wordpiece-level local attention mask of every transformer span

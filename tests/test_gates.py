@@ -19,7 +19,8 @@ def test_gates_are_off_by_default(tiny_bert):
     nlp.initialize()
     doc = nlp(the_cat_sat(nlp.vocab))
     assert doc._.sla_gates is None
-    assert nlp.get_pipe("sla_transformer").model.attrs["record_gates"] is False
+    # the model returns them all the same: storing them is the component's choice
+    assert nlp.get_pipe("sla_transformer").predict([doc]).gates.shape == (2, 1, 9)
 
 
 def test_stored_gates_have_a_value_per_layer_and_token(tiny_bert):

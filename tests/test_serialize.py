@@ -46,7 +46,7 @@ def test_to_disk_and_spacy_load_keep_gates_config_and_outputs(tiny_bert, tmp_pat
     model = loaded.get_pipe("sla_transformer").model
     assert isinstance(model, SLATransformerModel)
     assert model.transformer.sla_layers == [1]
-    assert model.attrs["mask"].threshold == 1 and not model.attrs["mask"].punct_visible
+    assert model.settings.mask.threshold == 1 and model.settings.sla_layers == [1]
     assert all(torch.equal(a, b) for a, b in zip(gates(nlp), gates(loaded)))
     assert_same_outputs(nlp, loaded)
 
@@ -130,6 +130,126 @@ def test_replace_listeners_gives_the_component_its_own_sla_transformer(tiny_bert
 def test_an_uninitialized_model_round_trips(tiny_bert):
     nlp = sla_nlp(tiny_bert, initialize=False)
     model = nlp.get_pipe("sla_transformer").model
-    restored = SLATransformerModel(str(tiny_bert), model.attrs["get_spans"], model.attrs["mask"])
+    restored = SLATransformerModel(str(tiny_bert), model.settings.get_spans, model.settings.mask)
     restored.from_bytes(model.to_bytes())
     assert restored.transformer is None and not restored.attrs["has_transformer"]
+
+
+# Runtime settings: the config a pipeline is loaded with is in effect, not
+# what was saved.
+
+UNPARSED_TEXT = "no parse here"
+
+
+def saved_pipeline(tiny_bert, path, store_gates: bool = False, max_batch_items: int = 4096, **model_config):
+    nlp = spacy.blank("en")
+    component = {"store_gates": store_gates, "max_batch_items": max_batch_items}
+    nlp.add_pipe("sla_transformer", config={**component, "model": {"name": str(tiny_bert), **model_config}})
+    nlp.initialize()
+    nlp.to_disk(path)
+    return nlp
+
+
+def load_with(path, model=None, **component):
+    settings = dict(component)
+    if model is not None:
+        settings["model"] = model
+    return spacy.load(path, config={"components": {"sla_transformer": settings}})
+
+
+def test_no_setting_is_serialized_with_the_model(tiny_bert):
+    model = sla_nlp(tiny_bert, on_missing_parse="global", sla_layers=[1]).get_pipe("sla_transformer").model
+    saved_attrs = srsly.msgpack_loads(model.to_bytes())["attrs"][0]
+    assert set(saved_attrs) == {"has_transformer"}
+
+
+def test_on_missing_parse_given_when_loading_is_in_effect(tiny_bert, tmp_path):
+    saved_pipeline(tiny_bert, tmp_path / "error", on_missing_parse="error")
+    relaxed = load_with(tmp_path / "error", model={"on_missing_parse": "global"})
+    assert relaxed.get_pipe("sla_transformer").model.settings.on_missing_parse == "global"
+    with pytest.warns(UserWarning, match=r"\[W001\]"):
+        doc = relaxed(UNPARSED_TEXT)
+    assert doc._.trf_data.align.lengths.shape == (3,)
+    saved_pipeline(tiny_bert, tmp_path / "global", on_missing_parse="global")
+    strict = load_with(tmp_path / "global", model={"on_missing_parse": "error"})
+    with pytest.raises(ValueError, match=r"\[E001\]"):
+        strict(UNPARSED_TEXT)
+
+
+@pytest.mark.parametrize("saved,loaded", [(False, True), (True, False)])
+def test_store_gates_given_when_loading_is_in_effect(tiny_bert, tmp_path, saved, loaded):
+    saved_pipeline(tiny_bert, tmp_path / "pipeline", store_gates=saved)
+    nlp = load_with(tmp_path / "pipeline", store_gates=loaded)
+    gates = nlp(the_cat_sat(nlp.vocab))._.sla_gates
+    assert (gates is not None) == loaded
+
+
+def test_max_batch_items_given_when_loading_is_in_effect(tiny_bert, tmp_path, monkeypatch):
+    saved_pipeline(tiny_bert, tmp_path / "pipeline", max_batch_items=4096)
+    docs = [the_cat_sat(english_vocab()) for _ in range(3)]
+
+    def predicted_batches(nlp):
+        pipe = nlp.get_pipe("sla_transformer")
+        sizes = []
+        predict = pipe.predict
+        monkeypatch.setattr(pipe, "predict", lambda batch: sizes.append(len(batch)) or predict(batch))
+        list(nlp.pipe(docs, batch_size=8))
+        return sizes
+
+    assert predicted_batches(spacy.load(tmp_path / "pipeline")) == [3]
+    one_by_one = load_with(tmp_path / "pipeline", max_batch_items=1)
+    assert one_by_one.get_pipe("sla_transformer").cfg["max_batch_items"] == 1
+    assert predicted_batches(one_by_one) == [1, 1, 1]
+
+
+def test_a_mask_setting_given_when_loading_is_in_effect(tiny_bert, tmp_path):
+    saved_pipeline(tiny_bert, tmp_path / "pipeline", **SMALL_MASK)
+    doc = the_cat_sat(english_vocab())
+    saved = spacy.load(tmp_path / "pipeline").get_pipe("sla_transformer").local_masks([doc])[0]
+    wide = load_with(tmp_path / "pipeline", model={"mask": {"threshold": 1000}})
+    loaded = wide.get_pipe("sla_transformer").local_masks([doc])[0]
+    assert not saved.all() and loaded.all()
+
+
+def test_sla_layers_and_mixed_precision_given_when_loading_are_in_effect(tiny_bert, tmp_path):
+    saved_pipeline(tiny_bert, tmp_path / "pipeline", sla_layers=[1])
+    # [-1] names the same layer of the two-layer model, so the saved gates fit
+    nlp = load_with(tmp_path / "pipeline", model={"sla_layers": [-1], "mixed_precision": True})
+    model = nlp.get_pipe("sla_transformer").model
+    assert model.settings.sla_layers == [-1] and model.transformer.sla_layers == [1]
+    assert model.settings.mixed_precision and model.layers[0].shims[0]._mixed_precision
+    copied = model.copy()
+    assert copied.settings == model.settings and copied.layers[0].shims[0]._mixed_precision
+
+
+# What a model saved before the settings left the thinc attrs kept there
+# (serialized with msgpack, one value per attr), as the old code wrote it.
+OLD_FORMAT_ATTRS = {
+    "syntax_guided_mask": None,
+    "parent_attention": None,
+    "sla_layers": None,
+    "transformer_options": {"sla_layers": None, "local_bias": None, "syntax_guided": False, "parent_attention": None},
+    "on_missing_parse": "error",
+    "mixed_precision": False,
+    "grad_scaler_config": {},
+    "flush_cache_chance": 0.0,
+    "auxiliary_loss": 0.0,
+    "record_gates": True,
+}
+
+
+def test_a_pipeline_saved_with_settings_in_the_attrs_loads_with_the_config_in_effect(tiny_bert, tmp_path):
+    nlp = saved_pipeline(tiny_bert, tmp_path / "pipeline")
+    model_file = tmp_path / "pipeline" / "sla_transformer" / "model"
+    message = srsly.msgpack_loads(model_file.read_bytes())
+    old_attrs = {**OLD_FORMAT_ATTRS, "name": str(tiny_bert)}
+    message["attrs"][0].update({key: srsly.msgpack_dumps(value) for key, value in old_attrs.items()})
+    model_file.write_bytes(srsly.msgpack_dumps(message))
+    loaded = load_with(tmp_path / "pipeline", model={"on_missing_parse": "global"})
+    model = loaded.get_pipe("sla_transformer").model
+    assert not set(old_attrs) & set(model.attrs)
+    doc = loaded(the_cat_sat(loaded.vocab))
+    assert doc._.sla_gates is None  # the old record_gates attr is ignored
+    numpy.testing.assert_allclose(trf_output(doc), trf_output(nlp(the_cat_sat(nlp.vocab))), atol=1e-6)
+    with pytest.warns(UserWarning, match=r"\[W001\]"):
+        loaded(UNPARSED_TEXT)

@@ -1,7 +1,8 @@
 """The thinc model of the SLA transformer: spacy-transformers' TransformerModel
 with local attention masks computed from the parse of each span."""
 import copy
-from typing import Callable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from spacy.tokens import Doc, Span
@@ -30,6 +31,57 @@ TOK2VEC_ARCHITECTURES = {
     "spacy-sla.SLATransformerModel.v1": "spacy-sla.SLATok2VecTransformer.v1",
     "spacy-sla.SLATransformerModel.v2": "spacy-sla.SLATok2VecTransformer.v2",
 }
+# Settings that models saved before they became SLAModelSettings kept in
+# their thinc attrs (with runtime state): loading drops them, so that the
+# saved values never override the config's.
+LEGACY_ATTRS = (
+    "name",
+    "mask",
+    "syntax_guided_mask",
+    "parent_attention",
+    "sla_layers",
+    "transformer_options",
+    "on_missing_parse",
+    "mixed_precision",
+    "grad_scaler_config",
+    "flush_cache_chance",
+    "auxiliary_loss",
+    "record_gates",
+)
+
+
+@dataclass(frozen=True)
+class SLAModelSettings:
+    """The arguments an SLATransformerModel was built with, i.e. its config.
+
+    They are a plain Python attribute of the model, not thinc attrs: thinc
+    serializes every attr it can (strings, numbers, lists, None) and sets the
+    saved values back on loading, so a setting kept there would silently
+    override the config a pipeline is loaded with, e.g.
+    `spacy.load(path, config={...: {"on_missing_parse": "global"}})`.
+    """
+
+    name: str
+    get_spans: SpanGetter
+    mask: Optional[MaskBuilder]
+    tokenizer_config: dict
+    transformer_config: dict
+    mixed_precision: bool
+    grad_scaler_config: dict
+    sla_layers: Optional[List[int]]
+    on_missing_parse: str
+    syntax_guided_mask: Optional[MaskBuilder]
+    parent_attention: Optional[ParentAttention]
+
+    def transformer_options(self) -> Dict[str, Any]:
+        """The keyword arguments of SyntaxAwareTransformer."""
+        kind = builder_kind(self.mask)
+        return {
+            "sla_layers": [] if self.mask is None else self.sla_layers,
+            "local_bias": getattr(self.mask, "make_layer_bias", None) if kind == "distance" else None,
+            "syntax_guided": self.syntax_guided_mask is not None,
+            "parent_attention": self.parent_attention,
+        }
 
 
 class SLATransformerModel(Model):
@@ -37,7 +89,15 @@ class SLATransformerModel(Model):
     spacy-transformers' TransformerModel, with syntax-aware attention: a
     local branch masked (or biased) by `mask` in the layers `sla_layers`, a
     syntax-guided layer on top masked by `syntax_guided_mask` (SG-Net), and a
-    head supervised with the parents (`parent_attention`, LISA)."""
+    head supervised with the parents (`parent_attention`, LISA).
+
+    The settings are in `.settings` (SLAModelSettings), so that the config a
+    pipeline is loaded with is in effect. The thinc attrs hold only the
+    weights' state `has_transformer`, `get_spans` (as in spacy-transformers;
+    a function, which thinc never serializes) and the hooks that spaCy and
+    spacy-transformers call. What a batch produces besides the transformer
+    output (gates, the parent-attention loss) is in the batch output.
+    """
 
     def __init__(
         self,
@@ -53,22 +113,26 @@ class SLATransformerModel(Model):
         syntax_guided_mask: Optional[MaskBuilder] = None,
         parent_attention: Optional[ParentAttention] = None,
     ):
-        hf_objects = HFObjects(
-            None, None, None, dict(tokenizer_config), dict(transformer_config)
+        settings = SLAModelSettings(
+            name=name,
+            get_spans=get_spans,
+            mask=mask,
+            tokenizer_config=dict(tokenizer_config),
+            transformer_config=dict(transformer_config),
+            mixed_precision=mixed_precision,
+            grad_scaler_config=dict(grad_scaler_config),
+            sla_layers=None if sla_layers is None else list(sla_layers),
+            on_missing_parse=check_on_missing_parse(on_missing_parse),
+            syntax_guided_mask=syntax_guided_mask,
+            parent_attention=parent_attention,
         )
-        layers = [] if mask is None else (None if sla_layers is None else list(sla_layers))
-        local_bias = getattr(mask, "make_layer_bias", None) if builder_kind(mask) == "distance" else None
-        options = {
-            "sla_layers": layers,
-            "local_bias": local_bias,
-            "syntax_guided": syntax_guided_mask is not None,
-            "parent_attention": parent_attention,
-        }
+        hf_objects = HFObjects(None, None, None, dict(tokenizer_config), dict(transformer_config))
+        shim = SLAShim(hf_objects, settings.transformer_options(), mixed_precision, grad_scaler_config)
         wrapper = Model(
             "sla-hf-pytorch",
             pytorch_forward,
             attrs={"convert_inputs": _convert_inputs, "convert_outputs": _convert_outputs},
-            shims=[SLAShim(hf_objects, options, mixed_precision, grad_scaler_config)],
+            shims=[shim],
             dims={"nI": None, "nO": None},
         )
         super().__init__(
@@ -78,26 +142,14 @@ class SLATransformerModel(Model):
             layers=[wrapper],
             dims={"nO": None},
             attrs={
-                "name": name,
                 "get_spans": get_spans,
-                "mask": mask,
-                "syntax_guided_mask": syntax_guided_mask,
-                "parent_attention": parent_attention,
-                "sla_layers": None if sla_layers is None else list(sla_layers),
-                "transformer_options": options,
-                "on_missing_parse": check_on_missing_parse(on_missing_parse),
-                "mixed_precision": mixed_precision,
-                "grad_scaler_config": dict(grad_scaler_config),
                 "set_transformer": set_transformer,
                 "has_transformer": False,
-                "flush_cache_chance": 0.0,
-                "auxiliary_loss": 0.0,
-                # set by the component that stores gates (prediction only)
-                "record_gates": False,
                 "replace_listener": replace_listener,
                 "replace_listener_cfg": replace_listener_cfg,
             },
         )
+        self.settings = settings
 
     @property
     def tokenizer(self):
@@ -117,24 +169,21 @@ class SLATransformerModel(Model):
 
     def copy(self) -> "SLATransformerModel":
         """A deep copy with the same SLA settings and weights and a new id."""
-        copied = SLATransformerModel(
-            self.attrs["name"],
-            self.attrs["get_spans"],
-            self.attrs["mask"],
-            self._init_tokenizer_config,
-            self._init_transformer_config,
-            self.attrs["mixed_precision"],
-            self.attrs["grad_scaler_config"],
-            self.attrs["sla_layers"],
-            self.attrs["on_missing_parse"],
-            self.attrs["syntax_guided_mask"],
-            self.attrs["parent_attention"],
-        )
+        copied = SLATransformerModel(**{field.name: getattr(self.settings, field.name) for field in fields(self.settings)})
         copied.attrs["has_transformer"] = self.attrs["has_transformer"]
-        copied.attrs["flush_cache_chance"] = self.attrs["flush_cache_chance"]
         copied._dims = copy.deepcopy(self._dims)
         copied.layers[0] = self.layers[0].copy()
         return copied
+
+    def from_dict(self, msg: Dict) -> "SLATransformerModel":
+        """thinc's from_dict, dropping the settings that older versions saved
+        in the attrs (the config's values stay in effect). A model nested in
+        another (after replace_listeners) is loaded by its parent's
+        from_dict: there the old keys are set in attrs, and ignored."""
+        own_attrs = msg["attrs"][0]  # the nodes are in the order of walk(), this model first
+        for name in LEGACY_ATTRS:
+            own_attrs.pop(name, None)
+        return super().from_dict(msg)
 
     def tokenize(self, spans: List[Span]) -> Tuple[WordpieceBatch, Ragged]:
         """Wordpieces of the spans, truncated to the model's maximum length,
@@ -156,17 +205,17 @@ class SLATransformerModel(Model):
             align,
             wordpieces.lengths,
             wordpieces.input_ids.shape[1],
-            local=self.attrs["mask"],
-            guide=self.attrs["syntax_guided_mask"],
-            parents=self.attrs["parent_attention"] is not None,
-            on_missing_parse=self.attrs["on_missing_parse"],
+            local=self.settings.mask,
+            guide=self.settings.syntax_guided_mask,
+            parents=self.settings.parent_attention is not None,
+            on_missing_parse=self.settings.on_missing_parse,
         )
 
     def local_masks(self, docs: List[Doc]) -> List:
         """The local mask (or distance buckets) of every transformer span of
         the Docs, in the order the model processes them: one
         (n_pieces, n_pieces) array each, padding excluded."""
-        spans = flatten_spans(self.attrs["get_spans"](docs))
+        spans = flatten_spans(self.settings.get_spans(docs))
         if not spans:
             return []
         wordpieces, align = self.tokenize(spans)
@@ -190,8 +239,8 @@ def set_transformer(model: SLATransformerModel, hf_objects: HFObjects) -> None:
     """Install a loaded Hugging Face encoder, wrapped with SLA attention."""
     if model.attrs["has_transformer"]:
         raise ValueError("Cannot set second transformer.")
-    attention_family(hf_objects.transformer.config, model.attrs["name"])
-    sla_transformer = SyntaxAwareTransformer(hf_objects.transformer, **model.attrs["transformer_options"])
+    attention_family(hf_objects.transformer.config, model.settings.name)
+    sla_transformer = SyntaxAwareTransformer(hf_objects.transformer, **model.settings.transformer_options())
     shim = model.layers[0].shims[0]
     shim._model = sla_transformer
     shim._hfmodel.tokenizer = hf_objects.tokenizer
@@ -202,10 +251,8 @@ def set_transformer(model: SLATransformerModel, hf_objects: HFObjects) -> None:
 
 def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y=None) -> None:
     if not model.attrs["has_transformer"]:
-        name = model.attrs["name"]
-        hf_objects = load_pretrained(
-            name, model._init_tokenizer_config, model._init_transformer_config
-        )
+        name = model.settings.name
+        hf_objects = load_pretrained(name, model.settings.tokenizer_config, model.settings.transformer_config)
         model.attrs["set_transformer"](model, hf_objects)
     # The width comes from a forward pass over a tiny input with global
     # attention: initialization needs no parse (spacy-transformers
@@ -219,15 +266,17 @@ def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y=None) -> N
 def forward(
     model: SLATransformerModel, docs: List[Doc], is_train: bool
 ) -> Tuple[SLATransformerBatch, Callable]:
-    nested_spans = model.attrs["get_spans"](docs)
+    nested_spans = model.settings.get_spans(docs)
     spans = flatten_spans(nested_spans)
     wordpieces, align = model.tokenize(spans)
     syntax = model.syntax_inputs(spans, wordpieces, align)
-    record_gates = model.attrs["record_gates"] and not is_train
+    # Prediction always returns the gates (n_sla_layers x n_pieces values per
+    # span, cheap); the component decides whether to store them.
+    record_gates = not is_train
     model_output, backprop_tensors = model.layers[0]((wordpieces, syntax, record_gates), is_train)
+    # The parent-attention loss travels with this batch: its value here (the
+    # component's update reports it), its tensor in the backward pass.
     auxiliary_loss = getattr(model_output, "auxiliary_loss", None)
-    # Read by the component's update, which reports it with the losses.
-    model.attrs["auxiliary_loss"] = 0.0 if auxiliary_loss is None else float(auxiliary_loss.detach())
     gates = getattr(model_output, "gates", None)
     output = SLATransformerBatch(
         spans=nested_spans,
@@ -235,6 +284,7 @@ def forward(
         model_output=model_output,
         align=align,
         gates=None if gates is None else gates.cpu().numpy(),
+        auxiliary_loss=None if auxiliary_loss is None else float(auxiliary_loss.detach()),
     )
 
     def backprop(d_output: FullTransformerBatch) -> List[Doc]:

@@ -20,8 +20,8 @@ class _WithAuxiliaryLosses:
         self._nlp = nlp
         extra: List[Tuple[str, Any]] = []
         for _, component in nlp.pipeline:
-            model = getattr(component, "model", None)
-            if model is not None and model.attrs.get("parent_attention") is not None:
+            settings = getattr(getattr(component, "model", None), "settings", None)  # SLATransformerModel's
+            if getattr(settings, "parent_attention", None) is not None:
                 extra.append((component.auxiliary_loss_name, _LossColumn()))
         self.pipeline = list(nlp.pipeline) + extra
 
