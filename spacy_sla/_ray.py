@@ -32,14 +32,25 @@ def forwarded_env() -> Dict[str, str]:
     return {key: value for key, value in os.environ.items() if key.startswith(FORWARDED_ENV_PREFIXES)}
 
 
+LOCAL = "local"  # --ray-address local: a Ray instance on this machine, as --ray alone
+
+
+def on_ray(flag: bool, address: Optional[str]) -> bool:
+    """Whether a command runs on Ray: --ray, or a --ray-address other than
+    "" (the project workflows pass their `ray` variable, "" by default)."""
+    return flag or bool(address)
+
+
 @contextlib.contextmanager
 def ray_session(address: Optional[str] = None) -> Iterator[Any]:
     """Ray, connected for the duration of the block: the running session if
     the caller (a notebook, a test) already started one, which is left
     running; otherwise the cluster at `address` ("auto", "HOST:PORT",
-    "ray://HOST:10001") or, without one, a Ray instance on this machine,
-    shut down at the end."""
+    "ray://HOST:10001") or, without one (or with "local"), a Ray instance on
+    this machine, shut down at the end."""
     ray = import_ray()
+    if address in ("", LOCAL):
+        address = None
     if ray.is_initialized():
         yield ray
         return

@@ -7,6 +7,7 @@ from spacy.cli._util import Arg, Opt
 from wasabi import msg
 
 from ..annotation import DEFAULT_FIELDS, FIELDS, AnnotateSettings, AnnotateSummary, AnnotationError, annotate, annotate_on_ray
+from .._ray import on_ray
 from ._app import sla_cli
 
 INPUT_HELP = ("JSONL ({\"text\": ...} per line, other fields kept), a .spacy file, or plain UTF-8 text "
@@ -31,7 +32,7 @@ def annotate_cli(
     gpu_id: int = Opt(-1, "--gpu-id", "-g", help="GPU for the single-process path, or -1"),
     overwrite: bool = Opt(False, "--overwrite", help="Delete the shards of another annotation in OUTPUT_DIR first"),
     ray: bool = Opt(False, "--ray", help="Annotate with a Ray Data pipeline: on a local Ray instance, or on --ray-address"),
-    ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray): auto, HOST:PORT or ray://HOST:10001"),
+    ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray): auto, HOST:PORT or ray://HOST:10001; local: a Ray instance here"),
     workers: Optional[int] = Opt(None, "--workers", help="Ray workers, each with its own copy of the pipeline (default: as many as the cluster's CPUs or GPUs allow)", min=1),
     cpus_per_worker: float = Opt(1.0, "--cpus-per-worker", help="CPUs Ray reserves for each worker"),
     gpus_per_worker: float = Opt(0.0, "--gpus-per-worker", help="GPUs Ray reserves for each worker (0.5: two share one)"),
@@ -46,7 +47,7 @@ def annotate_cli(
         fields=_split(fields), text_key=text_key, on_error=on_error, batch_size=batch_size, shard_size=shard_size,
     )
     try:
-        if ray or ray_address:
+        if on_ray(ray, ray_address):
             if gpu_id >= 0:
                 msg.warn("--gpu-id is ignored with --ray: give each worker a GPU with --gpus-per-worker 1")
             summary = annotate_on_ray(settings, address=ray_address, workers=workers, cpus_per_worker=cpus_per_worker,

@@ -165,7 +165,7 @@ def experiment_cli(
     train_limit: Optional[int] = Opt(None, "--train-limit"),
     gpu_id: int = Opt(-1, "--gpu-id"),
     ray: bool = Opt(False, "--ray", help="Run every (variant, seed) as a Ray task: on a local Ray instance, or on --ray-address"),
-    ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray): auto, HOST:PORT or ray://HOST:10001"),
+    ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray): auto, HOST:PORT or ray://HOST:10001; local: a Ray instance here; '': not on Ray"),
     ray_cpus_per_run: float = Opt(1.0, "--ray-cpus-per-run", help="CPUs Ray reserves for each run (and its torch threads)"),
     ray_gpus_per_run: float = Opt(0.0, "--ray-gpus-per-run", help="GPUs Ray reserves for each run (0.5: two runs share one)"),
     root: Path = Opt(Path("."), "--root", help="Writes corpus/TASK, training/TASK and results/TASK (the records to commit) under it"),

@@ -207,7 +207,7 @@ def experiment_on_ray(
     run_gpu = 0 if gpus_per_run > 0 else -1
     runs = grid_runs(task, variants, seeds, corpus_dir, training_dir, metrics_dir, gpu_id=run_gpu, **settings)
     report(f"{len(runs)} runs on Ray ({cpus_per_run:g} CPU and {gpus_per_run:g} GPU each), "
-           f"{'cluster ' + address if address else 'a local Ray instance or the running session'}")
+           f"{'cluster ' + address if address not in (None, '', 'local') else 'a local Ray instance or the running session'}")
     outcomes = run_grid(runs, address=address, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run, report=report)
     report(grid_report(outcomes))
     return sum(outcome.failed for outcome in outcomes)
