@@ -227,6 +227,7 @@ def ray_instance():
     ray.shutdown()
 
 
+@pytest.mark.slow  # the real parser and Ray
 def test_the_cli_on_ray_writes_the_shards_of_one_process(ray_instance, sla_pipeline, tmp_path):
     path = write_jsonl(tmp_path / "input.jsonl", 23, BAD)
     common = [str(sla_pipeline), str(path)]
@@ -262,6 +263,7 @@ def test_the_cli_on_ray_writes_the_shards_of_one_process(ray_instance, sla_pipel
     assert len({round(record["cats"]["POS"], 6) for record in records}) > 1
 
 
+@pytest.mark.slow  # the real parser and Ray
 def test_spacy_shards_on_ray_match_one_process(ray_instance, sla_pipeline, tmp_path):
     path = tmp_path / "input.txt"
     path.write_text("\n".join(TEXTS * 2) + "\n", encoding="utf8")
