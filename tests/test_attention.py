@@ -258,3 +258,52 @@ def test_the_fused_and_the_shared_exponent_paths_agree(local, output_attentions,
             outputs[fused] = sla(input_ids, attention_mask, **inputs).last_hidden_state
     real = attention_mask.bool()[..., None]
     assert torch.allclose(outputs[True] * real, outputs[False] * real, atol=1e-5)
+
+
+def far_below_the_maximum_inputs(gap: float):
+    """Queries and keys whose scores put key 0 `gap` above every other key of
+    each row; the local mask hides key 0 from every row but its own, so each
+    local branch only sees scores far below the row maximum."""
+    generator = torch.Generator().manual_seed(4)
+    head_size = 8
+    query = torch.zeros(1, 2, 6, head_size)
+    query[..., 0] = 1.0
+    key = torch.randn(1, 2, 6, head_size, generator=generator) * 0.1
+    key[..., 0] = torch.randn(1, 2, 6, generator=generator) * 0.1
+    key[:, :, 0, 0] = gap * head_size**0.5  # score of key 0: gap / sqrt(d) * sqrt(d) = gap
+    value = torch.randn(1, 2, 6, head_size, generator=generator)
+    hidden = torch.randn(1, 6, 16, generator=generator)
+    local_visible = torch.eye(6, dtype=torch.bool)[None] | torch.diag(torch.ones(5, dtype=torch.bool), 1)[None]
+    return hidden, query, key, value, local_visible
+
+
+@pytest.mark.parametrize("dtype,atol", [(torch.float32, 1e-5), (torch.bfloat16, 5e-2), (torch.float16, 1e-2)])
+def test_the_materialised_path_normalises_the_local_branch_by_its_own_maximum(dtype, atol, monkeypatch):
+    """With every locally visible score ~200 below the row maximum (past
+    exp's underflow in any float type), the local branch must still be a
+    softmax over its visible keys, as in the fused path, not zeros."""
+    torch.manual_seed(5)
+    attention = SyntaxAwareAttention(hidden_size=16, n_heads=2, dropout_prob=0.0).eval()
+    hidden, query, key, value, local_visible = far_below_the_maximum_inputs(gap=200.0)
+    attention_mask = torch.ones(1, 6, dtype=torch.long)
+    with torch.no_grad():
+        expected = reference_attention(
+            hidden.double(), query.double(), key.double(), value.double(), attention.double().gate,
+            attention_mask.bool(), local_visible,
+        )
+    attention = attention.to(dtype)
+    outputs = {}
+    for fused in (True, False):
+        monkeypatch.setattr(SyntaxAwareAttention, "use_fused_attention", fused)
+        batch = AttentionBatch.from_inputs(attention_mask, local_visible)
+        try:
+            with torch.no_grad(), attending(batch):
+                outputs[fused], _ = attention.attend(*(x.to(dtype) for x in (hidden, query, key, value)))
+        except RuntimeError as error:  # an operator this CPU build lacks for the type
+            pytest.skip(f"{dtype} on this CPU: {error}")
+    for fused, output in outputs.items():
+        assert torch.allclose(output.double(), expected, atol=atol), (fused, (output.double() - expected).abs().max())
+    with torch.no_grad(), attending(AttentionBatch.from_inputs(attention_mask, local_visible)):
+        _, probs = attention.attend(*(x.to(dtype) for x in (hidden, query, key, value)), output_attentions=True)
+    # row 1 cannot see key 0 locally: its local share (g) goes to keys 1 and 2
+    assert probs[0, :, 1, 1:3].float().sum(-1).min() > 0.3
