@@ -83,6 +83,7 @@ class AnnotateSettings:
     on_error: str = "stop"
     batch_size: int = 64
     shard_size: int = 1000
+    code_path: Optional[str] = None  # a Python file with registered functions, as `spacy apply --code`
 
     @property
     def input_format(self) -> str:
@@ -103,8 +104,10 @@ class AnnotateSettings:
         """Absolute paths, so that workers in other directories (Ray) find
         them; a pipeline that is not a path is a package name."""
         pipeline = str(Path(self.pipeline).resolve()) if Path(self.pipeline).exists() else self.pipeline
+        code_path = None if self.code_path is None else str(Path(self.code_path).resolve())
         return replace(self, pipeline=pipeline, input_path=str(Path(self.input_path).resolve()),
-                       output_dir=str(Path(self.output_dir).resolve()), fields=tuple(self.fields))
+                       output_dir=str(Path(self.output_dir).resolve()), fields=tuple(self.fields),
+                       code_path=code_path)
 
     def manifest(self, n_shards: int) -> Dict[str, Any]:
         """What decides the contents of the shards: a second run resumes only
@@ -315,7 +318,10 @@ def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
     """The pipeline, on the GPU if gpu_id >= 0, with gate storage switched on
     in every sla_transformer when the gates are asked for."""
     import spacy
+    from spacy.util import import_file
 
+    if settings.code_path is not None:  # in every worker, before the pipeline's config is resolved
+        import_file("spacy_sla_annotate_code", settings.code_path)
     if gpu_id >= 0:
         spacy.require_gpu(gpu_id)
     nlp = spacy.load(settings.pipeline)

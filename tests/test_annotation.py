@@ -2,6 +2,7 @@
 reported with FILE:LINE, atomic shards and resumed runs, JSONL and .spacy
 output; on a local Ray instance (2 CPUs) the same shards as in one process."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -289,3 +290,34 @@ def test_spacy_shards_on_ray_match_one_process(ray_instance, sla_pipeline, tmp_p
             assert ("._.", "trf_data", None, None) not in doc_have.user_data  # the wordpiece activations stay out
     all_texts = [doc.text for name in names for doc in DocBin().from_disk(tmp_path / "ray" / name).get_docs(vocab)]
     assert all_texts == TEXTS * 2
+
+
+def test_a_worker_that_dies_loses_nothing_written(ray_instance, tmp_path):
+    """The worker annotating shard 1 dies in the middle of it: Ray restarts
+    the worker and retries the shard; every shard is written once, whole, and
+    equals the single-process output."""
+    import spacy.util
+
+    code = Path(__file__).parent / "annotation_crash.py"
+    spacy.util.import_file("annotation_crash", code)
+    marker = tmp_path / "crashed"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "GPE", "pattern": "Paris"}])
+    nlp.add_pipe("crash_once", config={"marker": str(marker)})
+    pipeline = tmp_path / "pipeline"
+    nlp.to_disk(pipeline)
+    texts = [f"Text {i} in Paris." for i in range(9)]
+    texts[4] = "Text 4 would CRASH the worker."
+    path = tmp_path / "input.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf8")
+    common = ["sla", "annotate", str(pipeline), str(path)]
+    options = ["--format", "jsonl", "--fields", "entities", "--shard-size", "3", "--code", str(code)]
+    on_ray = runner.invoke(app, [*common, str(tmp_path / "ray"), *options, "--ray", "--workers", "2"])
+    assert on_ray.exit_code == 0, on_ray.output
+    assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker did die
+    alone = runner.invoke(app, [*common, str(tmp_path / "alone"), *options])  # the marker is there: no crash
+    assert alone.exit_code == 0, alone.output
+    assert read_jsonl_shards(tmp_path / "ray") == read_jsonl_shards(tmp_path / "alone")
+    records = [record for records in read_jsonl_shards(tmp_path / "ray").values() for record in records]
+    assert [record["text"] for record in records] == texts
+    assert not [p.name for p in (tmp_path / "ray").iterdir() if p.name.startswith(".")]  # no temporary files

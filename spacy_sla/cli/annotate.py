@@ -30,6 +30,7 @@ def annotate_cli(
     batch_size: int = Opt(64, "--batch-size", "-b", help="Documents per nlp.pipe batch", min=1),
     shard_size: int = Opt(1000, "--shard-size", help="Input lines (or Docs) per output shard: the unit of work and of retries", min=1),
     gpu_id: int = Opt(-1, "--gpu-id", "-g", help="GPU for the single-process path, or -1"),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help="A Python file with registered functions (custom components), imported by every worker", exists=True, dir_okay=False),
     overwrite: bool = Opt(False, "--overwrite", help="Delete the shards of another annotation in OUTPUT_DIR first"),
     ray: bool = Opt(False, "--ray", help="Annotate with a Ray Data pipeline: on a local Ray instance, or on --ray-address"),
     ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray): auto, HOST:PORT or ray://HOST:10001; local: a Ray instance here"),
@@ -45,6 +46,7 @@ def annotate_cli(
     settings = AnnotateSettings(
         pipeline=pipeline, input_path=str(input_path), output_dir=str(output_dir), output_format=output_format,
         fields=_split(fields), text_key=text_key, on_error=on_error, batch_size=batch_size, shard_size=shard_size,
+        code_path=None if code_path is None else str(code_path),
     )
     try:
         if on_ray(ray, ray_address):
