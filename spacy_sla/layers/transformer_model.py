@@ -2,7 +2,7 @@
 with local attention masks computed from the parse of each span."""
 import copy
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 from spacy.tokens import Doc, Span
@@ -209,7 +209,17 @@ class SLATransformerModel(Model):
             guide=self.settings.syntax_guided_mask,
             parents=self.settings.parent_attention is not None,
             on_missing_parse=self.settings.on_missing_parse,
+            piece_strings=wordpieces.strings,
+            warned=self.given_warnings,
         )
+
+    @property
+    def given_warnings(self) -> Set[str]:
+        """The codes of the warnings this model gives once (e.g. W003 for
+        parses that are not forests); runtime state, never serialized."""
+        if not hasattr(self, "_given_warnings"):
+            self._given_warnings: Set[str] = set()
+        return self._given_warnings
 
     def local_masks(self, docs: List[Doc]) -> List:
         """The local mask (or distance buckets) of every transformer span of
