@@ -149,3 +149,11 @@ def test_progress_and_table_of_finished_runs():
     report = grid_report([outcome])
     assert "| cola | sla | cats_mcc | 25.00 ± n/a |" in report
     assert report.endswith("1 of 1 runs finished, 0 failed.")
+
+
+def test_a_node_without_the_working_directory_says_so(tmp_path):
+    run = GridRun("ud", "sla", 0, Path("corpus/ud"), Path("training/ud"), Path("results/ud"),
+                  transformer="x", parser="y", max_steps=1, eval_frequency=1)
+    outcome = execute_run(run, str(tmp_path / "not-mounted"))
+    assert outcome.failed
+    assert outcome.error.startswith(f"the working directory {tmp_path / 'not-mounted'} is not on this node")

@@ -106,6 +106,10 @@ def execute_run(run: GridRun, working_dir: str) -> RunOutcome:
     # relative to the driver's working directory, as in the sequential path
     # (and stay so in run.json, which is what "the same settings" compares).
     previous_dir = os.getcwd()
+    if not Path(working_dir).is_dir():
+        return RunOutcome(run, "failed", 0.0, error=(
+            f"the working directory {working_dir} is not on this node: on a cluster, start the grid from storage "
+            "that every node mounts at the same path (docs/scaling.md)"))
     os.chdir(working_dir)
     try:
         stage, log_path = "train", run.run_dir / TRAIN_LOG
