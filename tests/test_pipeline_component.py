@@ -1,3 +1,5 @@
+import re
+
 import numpy
 import pytest
 import torch
@@ -192,3 +194,19 @@ def test_other_families_load_by_path_and_match_the_plain_component(family, reque
     numpy.testing.assert_allclose(trf_output(sla(doc)), trf_output(plain(plain.make_doc(doc.text))), atol=2e-5)
     hide_most = sla_nlp(path, **HIDE_MOST)
     assert numpy.abs(trf_output(hide_most(the_cat_sat(hide_most.vocab))) - trf_output(plain(plain.make_doc(doc.text)))).max() > 1e-3
+
+
+@pytest.mark.parametrize("name", ["/no/such/model/dir", "./no-such-model-dir", "../no-such-model-dir", "no/such/model-dir"])
+def test_a_missing_local_model_directory_gets_a_coded_error(name, tmp_path, monkeypatch):
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    missing = str((tmp_path / "work" / name).resolve())
+    with pytest.raises(OSError, match=rf"\[E005\] Could not load the transformer '{re.escape(name)}': "
+                                      rf"the local directory {re.escape(missing)} does not exist"):
+        sla_nlp(name)
+
+
+def test_a_hub_name_that_cannot_be_reached_says_no_local_directory_has_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OSError, match=r"\[E005\].*nor is there a local directory .*no-such-org/no-such-model"):
+        sla_nlp("no-such-org/no-such-model")

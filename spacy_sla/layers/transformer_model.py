@@ -1,7 +1,9 @@
 """The thinc model of the SLA transformer: spacy-transformers' TransformerModel
 with local attention masks computed from the parse of each span."""
 import copy
+import os
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
@@ -16,6 +18,7 @@ from spacy_transformers.layers.transformer_model import (
 from spacy_transformers.truncate import truncate_oversize_splits
 from thinc.api import Model, xp2torch
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
+from huggingface_hub.utils import HFValidationError
 from thinc.types import ArgsKwargs, Ragged
 from transformers.file_utils import ModelOutput
 
@@ -236,13 +239,33 @@ def flatten_spans(nested_spans: List[List[Span]]) -> List[Span]:
     return [span for doc_spans in nested_spans for span in doc_spans]
 
 
+def _is_local_path(name: str) -> bool:
+    """Whether `name` can only mean a local path: a hub id is "model" or
+    "namespace/model", never absolute, "./x", "../x", "~/x" or deeper."""
+    return (
+        os.path.isabs(name)
+        or name.startswith((".", "~"))
+        or name.count("/") > 1
+        or (os.sep != "/" and os.sep in name)
+    )
+
+
 def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict) -> HFObjects:
+    """The tokenizer and encoder from a local directory or the hub; whatever
+    prevents finding them is [E005], which names what was looked for."""
+    local = Path(str(name)).expanduser()
+    if _is_local_path(str(name)) and not local.exists():
+        # Hugging Face would try it as a hub id and fail on its form
+        # (HFValidationError), without saying that the directory is missing.
+        reason = f"the local directory {local.resolve()} does not exist"
+        raise OSError(Errors.E005.format(name=name, reason=reason))
     try:
-        return huggingface_from_pretrained(
-            name, dict(tokenizer_config), dict(transformer_config)
-        )
-    except OSError as error:
-        raise OSError(Errors.E005.format(name=name, reason=str(error).splitlines()[0])) from error
+        return huggingface_from_pretrained(name, dict(tokenizer_config), dict(transformer_config))
+    except (OSError, HFValidationError) as error:
+        reason = str(error).splitlines()[0].rstrip(".")
+        if not local.exists():
+            reason += f"; nor is there a local directory {local.resolve()}"
+        raise OSError(Errors.E005.format(name=name, reason=reason)) from error
 
 
 def set_transformer(model: SLATransformerModel, hf_objects: HFObjects) -> None:
