@@ -292,7 +292,11 @@ def token_mask(doc: Doc, model: SLATransformerModel) -> MaskView:
     except MissingParseError as error:
         raise InspectionError(f"The text has no dependency parse: the pipeline has no parser. {error}") from error
     labels = [_token_label(token.text) for token in doc]
-    return MaskView(f"{builder!r}, tokens", labels, matrix, builder_kind(builder), _legend(builder, False))
+    title = f"{builder!r}, tokens"
+    if getattr(builder, "punct_rule", None) == "authors":
+        # Decided per wordpiece, so a token matrix cannot show it.
+        title += " (not shown: punctuation wordpieces, visible from every query; see --wordpieces)"
+    return MaskView(title, labels, matrix, builder_kind(builder), _legend(builder, False))
 
 
 def wordpiece_masks(doc: Doc, model: SLATransformerModel) -> List[MaskView]:

@@ -42,7 +42,21 @@ MaskBuilder = Callable[[DocLike], BoolArray]
 
 
 class MissingParseError(ValueError):
-    """Raised by a mask builder for a Doc without a dependency parse."""
+    """Raised by a mask builder for a Doc without a (complete) dependency
+    parse. Made with for_builder, it carries [E001], whose hint names the
+    component the parser must run before (in_component fills in the name the
+    pipeline actually uses)."""
+
+    def __init__(self, message: str, *, mask: Optional[str] = None):
+        super().__init__(message)
+        self.mask = mask
+
+    @classmethod
+    def for_builder(cls, mask: str, component: str = "sla_transformer") -> "MissingParseError":
+        return cls(Errors.E001.format(mask=mask, name=component), mask=mask)
+
+    def in_component(self, component: str) -> "MissingParseError":
+        return self if self.mask is None else MissingParseError.for_builder(self.mask, component)
 
 
 def span_bounds(doclike: DocLike) -> Tuple[Doc, int, int]:
@@ -62,7 +76,7 @@ def _check_parse(doc: Doc, builder: object) -> None:
     dependency label (no parse, or a partial one such as
     Doc.from_docs([parsed, unparsed]))."""
     if not has_complete_parse(doc):
-        raise MissingParseError(Errors.E001.format(mask=repr(builder), name="sla_transformer"))
+        raise MissingParseError.for_builder(repr(builder))
 
 
 def _check_count(builder: str, arg: str, value: int, minimum: int) -> int:

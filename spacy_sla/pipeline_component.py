@@ -12,6 +12,7 @@ from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .gates import GATES_ATTR, install_gate_extension, token_gates
+from .masks import MissingParseError
 
 DEFAULT_CONFIG_STR = """
 [sla_transformer]
@@ -37,9 +38,10 @@ window = 128
 stride = 96
 
 [sla_transformer.model.mask]
-@misc = "spacy-sla.syntax_mask.v1"
+@misc = "spacy-sla.syntax_mask.v3"
 threshold = 3
-punct_visible = true
+punct_rule = "authors"
+neighbours = true
 """
 
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
@@ -156,6 +158,13 @@ class SLATransformer(Transformer):
             for doc, gates in zip(docs, token_gates(predictions, docs)):
                 doc._.set(GATES_ATTR, gates)
 
+    def predict(self, docs: Iterable[Doc]) -> FullTransformerBatch:
+        try:
+            return super().predict(docs)
+        except MissingParseError as error:
+            # The hint names this component, whatever the config calls it.
+            raise error.in_component(self.name) from None
+
     @property
     def auxiliary_loss_name(self) -> str:
         return f"{self.name}_parent"
@@ -180,7 +189,10 @@ class SLATransformer(Transformer):
         if not any(len(doc) for doc in docs):
             return losses
         set_dropout_rate(self.model, drop)
-        trf_full, bp_trf_full = self.model.begin_update(docs)
+        try:
+            trf_full, bp_trf_full = self.model.begin_update(docs)
+        except MissingParseError as error:
+            raise error.in_component(self.name) from None
         losses.setdefault(self.name, 0.0)
         if self._supervises_parents():
             name = self.auxiliary_loss_name

@@ -154,7 +154,7 @@ class _MissingParsePolicy:
         if len(span) == 0 or has_complete_parse(span.doc):
             return True
         if self.on_missing_parse == "error":
-            raise MissingParseError(Errors.E001.format(mask="parent attention", name="sla_transformer"))
+            raise MissingParseError.for_builder("parent attention")
         self.unparsed_docs.add(id(span.doc))
         return False
 

@@ -254,8 +254,8 @@ def test_info_describes_the_sla_component(parsed):
     assert info["architecture"] == "spacy-sla.SLATransformerModel.v1" and info["config_path"] == "model"
     assert info["model_type"] == "bert" and info["n_layers"] == 2 and info["hidden_size"] == 32
     assert info["sla_layers"] == [0, 1]
-    assert info["mask"] == "SyntaxMask(threshold=3, punct_visible=True, neighbours=True)"
-    assert info["mask_config"] == {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_visible": True}
+    assert info["mask"] == "SyntaxMask(threshold=3, punct_rule='authors', neighbours=True)"
+    assert info["mask_config"] == {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors", "neighbours": True}
     assert info["syntax_guided_mask"] is None and info["parent_attention"] is None
     assert info["sla_parameters"] == TINY_SLA_PARAMETERS
     assert info["parameters"] == sum(p.numel() for p in transformer.parameters())

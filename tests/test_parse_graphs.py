@@ -207,6 +207,16 @@ def test_a_partial_parse_is_refused_by_every_parse_builder():
             builder(doc)
 
 
+def test_the_missing_parse_hint_names_the_component(tiny_bert):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sla_transformer", name="transformer", config={"model": {"name": str(tiny_bert)}})
+    nlp.initialize()
+    with pytest.raises(MissingParseError, match=r'before="transformer"'):
+        nlp("no parse here")
+    # a builder's own message passes through unchanged
+    assert str(MissingParseError("my builder needs a parse").in_component("transformer")) == "my builder needs a parse"
+
+
 def test_a_partial_parse_follows_on_missing_parse(tiny_bert):
     with pytest.raises(MissingParseError, match=r"\[E001\]"):
         sla_nlp(tiny_bert)(partially_parsed_doc())
