@@ -137,7 +137,7 @@ def evaluate_cli(
     """Evaluate the last model of every finished run on the dev set with `spacy evaluate`."""
     records = evaluate_runs(_task(task).name, corpus_dir, training_dir, metrics_dir, gpu_id)
     for record in records:
-        msg.info(f"{record['variant']} seed {record['seed']}: {record['metric']} = {record['score']:.4f}")
+        msg.info(f"{record['variant']} seed {record['seed']}: {record['metric']} = {record['score']:.4f} (spacy evaluate's output: {Path(record['model']).parent / 'evaluate.log'})")
 
 
 @sla_cli.command("compare")

@@ -214,8 +214,14 @@ def evaluate_runs(
 ) -> List[Dict[str, Any]]:
     """Evaluate the last model of every finished run of a task on the dev
     set, and write one record per run to metrics_dir/{variant}/seed{n}.json
-    (a run evaluated before, with the same settings, is not evaluated again)."""
-    return [evaluate_run(task, run_dir, corpus_dir, metrics_dir, gpu_id) for run_dir in finished_runs(training_dir)]
+    (a run evaluated before, with the same settings, is not evaluated again).
+    The output of `spacy evaluate` (with every component's per-label scores)
+    goes to the run's evaluate.log."""
+    records = []
+    for run_dir in finished_runs(training_dir):
+        record = evaluate_run(task, run_dir, corpus_dir, metrics_dir, gpu_id, log_path=run_dir / "evaluate.log")
+        records.append(record)
+    return records
 
 
 def evaluate_run(
