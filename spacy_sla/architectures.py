@@ -74,15 +74,15 @@ def create_sla_transformer_model_v1(
     """SLA as in Li et al. 2021: a gated local branch masked by `mask` in the
     layers `sla_layers` (null: all). v2 adds SG-Net and LISA options."""
     return create_sla_transformer_model_v2(
-        name,
-        get_spans,
-        mask,
-        tokenizer_config,
-        transformer_config,
-        mixed_precision,
-        grad_scaler_config,
-        sla_layers,
-        on_missing_parse,
+        name=name,
+        get_spans=get_spans,
+        mask=mask,
+        tokenizer_config=tokenizer_config,
+        transformer_config=transformer_config,
+        mixed_precision=mixed_precision,
+        grad_scaler_config=grad_scaler_config,
+        sla_layers=sla_layers,
+        on_missing_parse=on_missing_parse,
     )
 
 
@@ -119,8 +119,17 @@ def create_sla_tok2vec_transformer_v2(
     """SLATransformerModel.v2 as a component's own token-to-vector layer:
     what a TransformerListener becomes after `nlp.replace_listeners`."""
     transformer = create_sla_transformer_model_v2(
-        name, get_spans, mask, tokenizer_config, transformer_config, mixed_precision,
-        grad_scaler_config, sla_layers, on_missing_parse, syntax_guided_mask, parent_attention,
+        name=name,
+        get_spans=get_spans,
+        mask=mask,
+        tokenizer_config=tokenizer_config,
+        transformer_config=transformer_config,
+        mixed_precision=mixed_precision,
+        grad_scaler_config=grad_scaler_config,
+        sla_layers=sla_layers,
+        on_missing_parse=on_missing_parse,
+        syntax_guided_mask=syntax_guided_mask,
+        parent_attention=parent_attention,
     )
     return _tok2vec(transformer, pooling, grad_factor)
 
@@ -142,7 +151,14 @@ def create_sla_tok2vec_transformer_v1(
     """The SLA transformer (v1) as a component's own token-to-vector layer,
     like spacy-transformers.Tok2VecTransformer.v3 for the plain transformer."""
     transformer = create_sla_transformer_model_v1(
-        name, get_spans, mask, tokenizer_config, transformer_config, mixed_precision,
-        grad_scaler_config, sla_layers, on_missing_parse,
+        name=name,
+        get_spans=get_spans,
+        mask=mask,
+        tokenizer_config=tokenizer_config,
+        transformer_config=transformer_config,
+        mixed_precision=mixed_precision,
+        grad_scaler_config=grad_scaler_config,
+        sla_layers=sla_layers,
+        on_missing_parse=on_missing_parse,
     )
     return _tok2vec(transformer, pooling, grad_factor)
