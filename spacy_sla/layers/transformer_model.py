@@ -282,7 +282,29 @@ def set_transformer(model: SLATransformerModel, hf_objects: HFObjects) -> None:
     model.attrs["has_transformer"] = True
 
 
+# The process whose torch threads _one_torch_thread_in_forked_children has
+# checked: the one that imported this module, or a child that has checked.
+_checked_pid = os.getpid()
+
+
+def _one_torch_thread_in_forked_children() -> None:
+    """Run torch single-threaded in a process forked from the one that
+    imported spacy-sla (the workers of nlp.pipe(n_process=N) and
+    `spacy apply --n-process N` on Linux). A child forked after its parent
+    ran torch inherits the parent's OpenMP thread pool without its threads,
+    and its first parallel region hangs. One thread per worker, as in
+    PyTorch's own DataLoader workers, is also what N worker processes
+    should use. Called before the model does any torch work; a check of
+    the process id per batch, otherwise."""
+    global _checked_pid
+    pid = os.getpid()
+    if pid != _checked_pid:
+        _checked_pid = pid
+        torch.set_num_threads(1)
+
+
 def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y=None) -> None:
+    _one_torch_thread_in_forked_children()
     if not model.attrs["has_transformer"]:
         name = model.settings.name
         hf_objects = load_pretrained(name, model.settings.tokenizer_config, model.settings.transformer_config)
@@ -299,6 +321,7 @@ def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y=None) -> N
 def forward(
     model: SLATransformerModel, docs: List[Doc], is_train: bool
 ) -> Tuple[SLATransformerBatch, Callable]:
+    _one_torch_thread_in_forked_children()
     nested_spans = model.settings.get_spans(docs)
     spans = flatten_spans(nested_spans)
     wordpieces, align = model.tokenize(spans)
