@@ -11,7 +11,9 @@ from spacy.tokens import Doc, Span
 from spacy_transformers.align import get_alignment, get_alignment_via_offset_mapping
 from spacy_transformers.data_classes import FullTransformerBatch, HFObjects, WordpieceBatch
 from spacy_transformers.layers._util import replace_listener
+from spacy_transformers.layers._util import replace_listener_cfg as spacy_transformers_replace_listener_cfg
 from spacy_transformers.layers.transformer_model import (
+    set_pytorch_transformer,
     huggingface_from_pretrained,
     huggingface_tokenize,
 )
@@ -131,6 +133,8 @@ class SLATransformerModel(Model):
         )
         hf_objects = HFObjects(None, None, None, dict(tokenizer_config), dict(transformer_config))
         shim = SLAShim(hf_objects, settings.transformer_options(), mixed_precision, grad_scaler_config)
+        # As spacy-transformers 1.4's HFWrapper builds its model, with the
+        # SLAShim (thread-safe predict) where HFWrapper would make an HFShim.
         wrapper = Model(
             "sla-hf-pytorch",
             pytorch_forward,
@@ -274,12 +278,7 @@ def set_transformer(model: SLATransformerModel, hf_objects: HFObjects) -> None:
         raise ValueError("Cannot set second transformer.")
     attention_family(hf_objects.transformer.config, model.settings.name)
     sla_transformer = SyntaxAwareTransformer(hf_objects.transformer, **model.settings.transformer_options())
-    shim = model.layers[0].shims[0]
-    shim._model = sla_transformer
-    shim._hfmodel.tokenizer = hf_objects.tokenizer
-    shim._hfmodel.transformer = sla_transformer
-    shim._hfmodel.vocab_file_contents = hf_objects.vocab_file_contents
-    model.attrs["has_transformer"] = True
+    set_pytorch_transformer(model, HFObjects(hf_objects.tokenizer, sla_transformer, hf_objects.vocab_file_contents))
 
 
 # The process whose torch threads _one_torch_thread_in_forked_children has
@@ -387,11 +386,10 @@ def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
 
 def replace_listener_cfg(tok2vec_model_cfg: dict, listener_model_cfg: dict) -> dict:
     """The config that replaces a TransformerListener when a component gets
-    its own copy of the SLA transformer (Language.replace_listeners)."""
-    result = dict(tok2vec_model_cfg)
+    its own copy of the SLA transformer (Language.replace_listeners):
+    spacy-transformers' own, which copies pooling and grad_factor but names
+    its plain Tok2VecTransformer, with the SLA architecture instead."""
+    result = spacy_transformers_replace_listener_cfg(tok2vec_model_cfg, listener_model_cfg)
     if "TransformerListener" in listener_model_cfg.get("@architectures", ""):
         result["@architectures"] = TOK2VEC_ARCHITECTURES[tok2vec_model_cfg["@architectures"]]
-        for key in ("pooling", "grad_factor"):
-            if key in listener_model_cfg and key not in result:
-                result[key] = listener_model_cfg[key]
     return result
