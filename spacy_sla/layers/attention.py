@@ -25,7 +25,7 @@ import math
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, List, Optional, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -60,6 +60,11 @@ class AttentionBatch:
     record_gates: bool = False
     gates: List[torch.Tensor] = field(default_factory=list)
     auxiliary_losses: List[torch.Tensor] = field(default_factory=list)
+    # local_mask as an additive mask, per dtype: made once per forward pass
+    # and shared by the layers (SDPA's CPU kernel turns a boolean mask into
+    # an additive one on every call, at every layer).
+    _additive_local_masks: Dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False)
+    _hidden_local_mask: Optional[torch.Tensor] = field(default=None, repr=False)
 
     @classmethod
     def from_inputs(
@@ -78,6 +83,24 @@ class AttentionBatch:
         # empty, so no NaN can reach the backward pass.
         local = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
         return cls(keys, local, local_buckets, parent_targets, record_gates)
+
+    def hidden_local_mask(self) -> torch.Tensor:
+        """~local_mask, made once per forward pass for all layers."""
+        if self._hidden_local_mask is None:
+            self._hidden_local_mask = ~self.local_mask
+        return self._hidden_local_mask
+
+    def additive_local_mask(self, dtype: torch.dtype) -> torch.Tensor:
+        """local_mask as (batch, 1, n_pieces, n_pieces) of `dtype`: 0 where
+        visible, the type's minimum where hidden. Every row sees its own
+        piece, so a hidden key's weight is exp(min - visible max) = 0 exactly,
+        as with the boolean mask."""
+        mask = self._additive_local_masks.get(dtype)
+        if mask is None:
+            mask = torch.zeros(self.local_mask.shape, dtype=dtype, device=self.local_mask.device)
+            mask.masked_fill_(~self.local_mask, torch.finfo(dtype).min)
+            self._additive_local_masks[dtype] = mask
+        return mask
 
 
 # The batch of the forward pass running in this thread (context variables
@@ -106,6 +129,177 @@ def active_batch() -> AttentionBatch:
     return batch
 
 
+
+def _drop_mask(like: torch.Tensor, dropout: float) -> Optional[torch.Tensor]:
+    """A boolean dropout mask, True where an element is dropped (with
+    probability `dropout`), or None without dropout: one byte per element
+    where F.dropout's backward keeps a float mask. Drawn as uint8 (on the CPU
+    ~25% faster than drawing bool or float) and viewed as bool."""
+    if dropout <= 0.0:
+        return None
+    return torch.empty(like.shape, dtype=torch.uint8, device=like.device).bernoulli_(dropout).view(torch.bool)
+
+
+def _log_normaliser(logits: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+    """The rows' log-sum-exp, from the logits and their softmax: the largest
+    probability is exp(max - lse). Two reductions instead of logsumexp's
+    exponentials; exact up to rounding, as the largest probability is at
+    least 1 / n."""
+    return logits.amax(-1, keepdim=True) - probs.amax(-1, keepdim=True).log()
+
+
+class TwoBranchAttention(torch.autograd.Function):
+    """Both branches of a gated SLA layer for training, with a backward pass
+    that keeps only what the two softmaxes need.
+
+    Forward: one score matrix S = Q K^T / sqrt(d), padding hidden; the
+    global probabilities P_g = softmax(S) and the local ones P_l =
+    softmax(S_l), S_l being S with the local mask or bias; each branch its
+    own dropout mask D_g, D_l (independent Bernoulli draws, keep probability
+    1 - p, as two F.dropout calls); the gate g is per query row, so mixing
+    the rows and multiplying by V once equals mixing the two contexts:
+
+        out = M V / (1 - p),   M = (1 - g) D_g P_g + g D_l P_l.
+
+    Saved for backward: Q, K, V, g, the local input (the batch's boolean mask
+    of hidden pairs, shared by the heads, or the additive bias), S, each
+    branch's rows' log-sum-exp and the dropout masks as booleans: per element
+    of B x H x L x L, 4 bytes for S and 2 for the masks (in float32), where
+    two SDPA calls keep 16 bytes (two float tensors per branch) and plain
+    attention 8. Backward recomputes P = exp(S - lse) for both branches and
+    M (elementwise); the dropout masks are kept, not redrawn, because drawing
+    them is the costly part on the CPU.
+
+    Backward (dO the gradient of out, r = 1 / (1 - p)):
+        dV = r M^T dO,  dM = r dO V^T,
+        dP_g = (1 - g) D_g dM,  dP_l = g D_l dM,
+        dS = softmax_backward(dP_g, P_g) + softmax_backward(dP_l, P_l),
+        dQ = dS K / sqrt(d),  dK = dS^T Q / sqrt(d),
+        dg = sum_keys(dM (D_l P_l - D_g P_g)),  d(bias) = softmax_backward(dP_l, P_l).
+    The factor r is applied to the small tensors (dV, dQ, dK, dg), not the
+    B x H x L x L ones.
+    """
+
+    @staticmethod
+    def forward(
+        ctx,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        gate: torch.Tensor,
+        global_hidden: torch.Tensor,
+        local: torch.Tensor,
+        dropout: float,
+    ) -> torch.Tensor:
+        """query, key, value: (batch, heads, n, head_size); gate: (batch,
+        n_gates, n, 1) with n_gates 1 or heads; global_hidden: (batch, 1, 1,
+        n) bool, True for padding keys; local: (batch, 1, n, n) bool, True
+        where the local branch hides a key (padding included), or an additive
+        bias broadcastable to (batch, heads, n, n) (padding keys at the
+        type's minimum)."""
+        scale = 1.0 / math.sqrt(query.shape[-1])
+        with torch.autocast(query.device.type, enabled=False):
+            # Under autocast the projections arrive in half precision; the
+            # softmaxes run in float32, as autocast runs them.
+            scores = torch.matmul(query * scale, key.transpose(-1, -2)).masked_fill_(global_hidden, float("-inf"))
+            logits = scores.float()
+            global_probs = torch.softmax(logits, -1)
+            global_lse = _log_normaliser(logits, global_probs)
+            # Each local row is normalised by its own largest visible score
+            # (see _attend_with_probabilities): none underflows to zeros.
+            local_logits = TwoBranchAttention._local_logits(logits, local)
+            del logits
+            local_probs = torch.softmax(local_logits, -1)
+            local_lse = _log_normaliser(local_logits, local_probs)
+            del local_logits
+            drop_global, drop_local = _drop_mask(global_probs, dropout), _drop_mask(local_probs, dropout)
+            mixed = TwoBranchAttention._mixed(
+                _dropped(global_probs, drop_global, inplace=True),
+                _dropped(local_probs, drop_local, inplace=True),
+                gate,
+            )
+            del global_probs, local_probs
+            output = torch.matmul(mixed.to(value.dtype), value)
+            if dropout > 0.0:
+                output.mul_(1.0 / (1.0 - dropout))
+        ctx.save_for_backward(query, key, value, gate, local, scores, global_lse, local_lse, drop_global, drop_local)
+        ctx.dropout = dropout
+        return output
+
+    @staticmethod
+    def _local_logits(logits: torch.Tensor, local: torch.Tensor) -> torch.Tensor:
+        if local.dtype == torch.bool:
+            return logits.masked_fill(local, float("-inf"))
+        return logits + local
+
+    @staticmethod
+    def _mixed(dropped_global: torch.Tensor, dropped_local: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+        return torch.lerp(dropped_global, dropped_local, gate.to(dropped_global.dtype))
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        query, key, value, gate, local, scores, global_lse, local_lse, drop_global, drop_local = ctx.saved_tensors
+        dropout = ctx.dropout
+        rescale = 1.0 / (1.0 - dropout)
+        scale = 1.0 / math.sqrt(query.shape[-1])
+        with torch.autocast(query.device.type, enabled=False):
+            # contiguous: a broadcast or transposed gradient would send the
+            # batched products below through a slow per-matrix path
+            grad_output = grad_output.to(value.dtype).contiguous()
+            logits = scores.float()
+            global_probs = torch.sub(logits, global_lse).exp_()
+            if local.dtype == torch.bool:
+                local_probs = torch.sub(logits, local_lse).exp_().masked_fill_(local, 0.0)
+            else:
+                local_probs = torch.add(logits, local).sub_(local_lse).exp_()
+            del logits
+            dropped_global = _dropped(global_probs, drop_global)
+            dropped_local = _dropped(local_probs, drop_local)
+            mixed = TwoBranchAttention._mixed(dropped_global, dropped_local, gate).to(value.dtype)
+            grad_value = torch.matmul(mixed.transpose(-1, -2), grad_output)
+            del mixed
+            if dropout > 0.0:
+                grad_value.mul_(rescale)
+            # dM / r: the factor r goes to the small gradients at the end
+            grad_mixed = torch.matmul(grad_output, value.transpose(-1, -2)).float()
+            grad_gate = None
+            if ctx.needs_input_grad[3]:
+                # in place only on a copy: without dropout, dropped_local is local_probs
+                difference = dropped_local.sub_(dropped_global) if drop_local is not None else dropped_local - dropped_global
+                difference = difference.mul_(grad_mixed)
+                grad_gate = difference.sum(-1, keepdim=True).mul_(rescale).sum_to_size(gate.shape).to(gate.dtype)
+                del difference
+            del dropped_global, dropped_local
+            gate = gate.float()
+            grad_global = _dropped(grad_mixed * (1.0 - gate), drop_global, inplace=True)
+            grad_local = _dropped(grad_mixed.mul_(gate), drop_local, inplace=True)
+            del grad_mixed
+            grad_scores = torch._softmax_backward_data(grad_global, global_probs, -1, global_probs.dtype)
+            del grad_global, global_probs
+            grad_local_logits = torch._softmax_backward_data(grad_local, local_probs, -1, local_probs.dtype)
+            del grad_local, local_probs
+            grad_bias = None
+            if ctx.needs_input_grad[5]:
+                grad_bias = grad_local_logits.sum_to_size(local.shape).mul(rescale).to(local.dtype)
+            grad_scores = grad_scores.add_(grad_local_logits).to(query.dtype)
+            del grad_local_logits
+            grad_query = torch.matmul(grad_scores, key).mul_(scale * rescale)
+            grad_key = torch.matmul(grad_scores.transpose(-1, -2), query).mul_(scale * rescale)
+        return grad_query, grad_key, grad_value, grad_gate, None, grad_bias, None
+
+
+def _dropped(probs: torch.Tensor, drop: Optional[torch.Tensor], inplace: bool = False) -> torch.Tensor:
+    """probs with the dropped entries zeroed (the 1 / (1 - p) is applied
+    elsewhere)."""
+    if drop is None:
+        return probs
+    return probs.masked_fill_(drop, 0.0) if inplace else probs.masked_fill(drop, 0.0)
+
+
+def _needs_grad(*tensors: torch.Tensor) -> bool:
+    return any(tensor.requires_grad for tensor in tensors)
+
+
 class SyntaxAwareAttention(nn.Module):
     """The attention shared by all model families: takes the projected,
     head-split queries, keys and values and returns the context.
@@ -123,6 +317,10 @@ class SyntaxAwareAttention(nn.Module):
     # slower for 150-piece spans, so it serves output_attentions (and tests)
     # only.
     use_fused_attention: bool = True
+    # Training (gradients on) with a mask or bias: TwoBranchAttention, which
+    # keeps for backward only what the two softmaxes need. False: two SDPA
+    # calls as in prediction (for comparison; more memory).
+    memory_saving_training: bool = True
 
     def __init__(
         self,
@@ -197,16 +395,29 @@ class SyntaxAwareAttention(nn.Module):
                 batch, hidden_states, query, key, value, local_mask, dropout
             )
             return context, probs if output_attentions else None
+        if local_mask is None:
+            global_context = F.scaled_dot_product_attention(
+                query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
+            )
+            self._record_unused_gate(batch, hidden_states)
+            return self.merge_heads(global_context), None
+        gate = self._gate(batch, hidden_states)
+        if self.memory_saving_training and torch.is_grad_enabled() and _needs_grad(query, key, value, gate, local_mask):
+            # Training: one score matrix, and only the two probability
+            # tensors and boolean dropout masks kept for backward.
+            local = batch.hidden_local_mask() if local_mask.dtype == torch.bool else local_mask
+            context = TwoBranchAttention.apply(query, key, value, gate, ~batch.global_mask, local, dropout)
+            return self.merge_heads(context), None
+        # Prediction: two fused kernels (on the CPU faster than the mixed
+        # probabilities, or one call over stacked heads; docs/performance.md).
+        if local_mask.dtype == torch.bool:
+            local_mask = batch.additive_local_mask(query.dtype)
         global_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
         )
-        if local_mask is None:
-            self._record_unused_gate(batch, hidden_states)
-            return self.merge_heads(global_context), None
         local_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=local_mask, dropout_p=dropout
         )
-        gate = self._gate(batch, hidden_states)
         # g * local + (1 - g) * global in one fused op, before merging heads
         mixed = torch.lerp(global_context, local_context, gate.to(global_context.dtype))
         return self.merge_heads(mixed), None

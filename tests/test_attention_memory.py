@@ -1,0 +1,205 @@
+"""The training path of SLA (TwoBranchAttention, which keeps for backward
+only what the two softmaxes need) against the previous formulation: two
+SDPA calls, one per branch, each with its own dropout, mixed by the gate."""
+import math
+from typing import List, Optional
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, attending
+from spacy_sla.layers import attention as attention_module
+from spacy_sla.layers.local_bias import DistanceBucketBias
+
+N_HEADS, HEAD_SIZE, N_PIECES = 4, 8, 9
+HIDDEN = N_HEADS * HEAD_SIZE
+
+
+def previous_attend(module: SyntaxAwareAttention, batch: AttentionBatch, hidden, query, key, value) -> torch.Tensor:
+    """The formulation before TwoBranchAttention (and before the cached
+    additive mask): two SDPA calls on the boolean mask or the bias, each with
+    F.dropout's own draw, mixed with lerp before merging the heads."""
+    dropout = module.dropout_prob if module.training else 0.0
+    local = module.local_attention_mask(batch, query.dtype, hidden)
+    global_context = F.scaled_dot_product_attention(query, key, value, attn_mask=batch.global_mask, dropout_p=dropout)
+    local_context = F.scaled_dot_product_attention(query, key, value, attn_mask=local, dropout_p=dropout)
+    gate = torch.sigmoid(module.gate(hidden)).transpose(1, 2)[..., None]
+    return module.merge_heads(torch.lerp(global_context, local_context, gate))
+
+
+def explicit_with_masks(module, batch, hidden, query, key, value, keeps: List[torch.Tensor], dropout: float):
+    """The two branches written out with given dropout masks (autograd
+    differentiates this one)."""
+    local = module.local_attention_mask(batch, query.dtype, hidden)
+    scores = query @ key.transpose(-1, -2) / math.sqrt(HEAD_SIZE)
+    global_probs = scores.masked_fill(~batch.global_mask, float("-inf")).softmax(-1)
+    if local.dtype == torch.bool:
+        local_probs = scores.masked_fill(~local, float("-inf")).softmax(-1)
+    else:
+        local_probs = (scores + local).softmax(-1)
+    gate = torch.sigmoid(module.gate(hidden)).transpose(1, 2)[..., None]
+    global_context = (global_probs * keeps[0] / (1 - dropout)) @ value
+    local_context = (local_probs * keeps[1] / (1 - dropout)) @ value
+    return module.merge_heads(torch.lerp(global_context, local_context, gate))
+
+
+def make_module(kind: str, dropout: float, per_head_gates: bool = False) -> SyntaxAwareAttention:
+    torch.manual_seed(7)
+    bias = None
+    if kind == "bias":
+        bias = DistanceBucketBias(N_HEADS, 5)
+        torch.nn.init.normal_(bias.bias, std=2.0)
+        if per_head_gates:
+            bias.n_gates = N_HEADS
+    module = SyntaxAwareAttention(HIDDEN, N_HEADS, dropout, local_bias=bias)
+    with torch.no_grad():
+        module.gate.weight.normal_(std=0.5)
+        module.gate.bias.fill_(0.2)
+    return module
+
+
+def make_batch(kind: str) -> AttentionBatch:
+    generator = torch.Generator().manual_seed(2)
+    attention_mask = torch.ones(2, N_PIECES, dtype=torch.long)
+    attention_mask[1, 6:] = 0
+    if kind == "mask":
+        local = (torch.rand(2, N_PIECES, N_PIECES, generator=generator) < 0.4) | torch.eye(N_PIECES, dtype=torch.bool)
+        return AttentionBatch.from_inputs(attention_mask, local)
+    buckets = torch.randint(0, 5, (2, N_PIECES, N_PIECES), generator=generator)
+    return AttentionBatch.from_inputs(attention_mask, local_buckets=buckets)
+
+
+def make_inputs(seed: int = 3):
+    generator = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(2, N_PIECES, HIDDEN, generator=generator)
+    qkv = [torch.randn(2, N_HEADS, N_PIECES, HEAD_SIZE, generator=generator).requires_grad_() for _ in range(3)]
+    return hidden, qkv
+
+
+def real_rows(batch: AttentionBatch) -> torch.Tensor:
+    return batch.global_mask[:, 0, 0, :, None]  # (batch, n, 1): padding rows are never used
+
+
+@pytest.mark.parametrize("kind", ["mask", "bias"])
+def test_eval_outputs_equal_the_previous_formulation(kind):
+    module = make_module(kind, dropout=0.3).eval()
+    batch = make_batch(kind)
+    hidden, (query, key, value) = make_inputs()
+    with torch.no_grad(), attending(batch):
+        context, _ = module.attend(hidden, query, key, value)
+        expected = previous_attend(module, batch, hidden, query, key, value)
+    assert torch.allclose(context, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind,per_head_gates", [("mask", False), ("bias", False), ("bias", True)])
+def test_training_gradients_equal_the_previous_formulation_without_dropout(kind, per_head_gates):
+    results = {}
+    for formulation in ("new", "previous"):
+        module = make_module(kind, dropout=0.0, per_head_gates=per_head_gates).train()
+        batch = make_batch(kind)
+        hidden, (query, key, value) = make_inputs()
+        with attending(batch):
+            if formulation == "new":
+                context, _ = module.attend(hidden, query, key, value)
+            else:
+                context = previous_attend(module, batch, hidden, query, key, value)
+        weights = torch.randn(context.shape, generator=torch.Generator().manual_seed(9))
+        (context * weights * real_rows(batch)).sum().backward()
+        grads = [query.grad, key.grad, value.grad, module.gate.weight.grad, module.gate.bias.grad]
+        if kind == "bias":
+            grads.append(module.local_bias.bias.grad)
+        results[formulation] = (context.detach(), grads)
+    assert torch.allclose(results["new"][0], results["previous"][0], atol=1e-6)
+    for new, previous in zip(results["new"][1], results["previous"][1]):
+        assert new.abs().sum() > 0
+        assert torch.allclose(new, previous, atol=1e-5), (new - previous).abs().max()
+
+
+class RecordedKeepMasks:
+    """Wraps _drop_mask to keep the dropout masks it draws (as keep masks)."""
+
+    def __init__(self, monkeypatch):
+        self.masks: List[torch.Tensor] = []
+        original = attention_module._drop_mask
+
+        def recorded(like: torch.Tensor, dropout: float) -> Optional[torch.Tensor]:
+            mask = original(like, dropout)
+            self.masks.append(~mask)
+            return mask
+
+        monkeypatch.setattr(attention_module, "_drop_mask", recorded)
+
+
+@pytest.mark.parametrize("kind", ["mask", "bias"])
+def test_with_dropout_each_branch_draws_its_own_mask_and_backward_uses_them(kind, monkeypatch):
+    dropout = 0.4
+    recorded = RecordedKeepMasks(monkeypatch)
+    module = make_module(kind, dropout).train()
+    batch = make_batch(kind)
+    hidden, (query, key, value) = make_inputs()
+    with attending(batch):
+        context, _ = module.attend(hidden, query, key, value)
+    weights = torch.randn(context.shape, generator=torch.Generator().manual_seed(9))
+    (context * weights).sum().backward()
+    new_grads = [t.grad.clone() for t in (query, key, value, module.gate.weight)]
+    # two independent draws, one per branch, each keeping ~1 - p
+    assert len(recorded.masks) == 2
+    global_keep, local_keep = recorded.masks
+    assert global_keep.shape == local_keep.shape == (2, N_HEADS, N_PIECES, N_PIECES)
+    assert not torch.equal(global_keep, local_keep)
+    assert abs(global_keep.float().mean().item() - (1 - dropout)) < 0.1
+    assert abs(local_keep.float().mean().item() - (1 - dropout)) < 0.1
+    # the same masks through plain autograd give the same output and gradients
+    for tensor in (query, key, value, module.gate.weight):
+        tensor.grad = None
+    with attending(batch):
+        expected = explicit_with_masks(module, batch, hidden, query, key, value, [global_keep, local_keep], dropout)
+    (expected * weights).sum().backward()
+    assert torch.allclose(context, expected, atol=1e-5)
+    for new, reference in zip(new_grads, (query.grad, key.grad, value.grad, module.gate.weight.grad)):
+        assert torch.allclose(new, reference, atol=1e-5), (new - reference).abs().max()
+
+
+def saved_square_bytes(module, batch, n_pieces: int, dropout: float) -> int:
+    """Bytes of the (.., n, n)-shaped tensors autograd keeps for backward in
+    one attention call, each storage counted once."""
+    hidden, (query, key, value) = make_inputs()
+    storages = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        if tensor.dim() >= 3 and tensor.shape[-2:] == (n_pieces, n_pieces) and tensor.shape[1] == N_HEADS:
+            storage = tensor.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with attending(batch), torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        module.attend(hidden, query, key, value)
+    return sum(storages.values())
+
+
+def test_the_memory_saving_path_runs_in_training_and_keeps_less(monkeypatch):
+    dropout = 0.1
+    module = make_module("mask", dropout).train()
+    batch = make_batch("mask")
+    calls = []
+    original_apply = attention_module.TwoBranchAttention.apply
+    monkeypatch.setattr(
+        attention_module.TwoBranchAttention, "apply", lambda *args: calls.append(1) or original_apply(*args)
+    )
+    new = saved_square_bytes(module, batch, N_PIECES, dropout)
+    assert calls == [1]
+    monkeypatch.setattr(SyntaxAwareAttention, "memory_saving_training", False)
+    previous = saved_square_bytes(module, batch, N_PIECES, dropout)
+    assert calls == [1]
+    elements = 2 * N_HEADS * N_PIECES * N_PIECES
+    # the float32 scores and two boolean dropout masks
+    assert new == elements * (4 + 1 + 1)
+    # two SDPA calls with dropout: per branch, two float tensors
+    assert previous == elements * (4 + 4) * 2
+    # prediction takes the fused path
+    module.eval()
+    hidden, (query, key, value) = make_inputs()
+    with torch.no_grad(), attending(batch):
+        module.attend(hidden, query, key, value)
+    assert calls == [1]
