@@ -11,11 +11,13 @@ MissingParseError for a Doc without one, and the model applies its
 A distance builder (kind "distance", e.g. the soft tree-distance bias)
 returns the clipped tree distance of every token pair instead, as integer
 buckets 0..max_distance plus max_distance + 1 for "farther or unreachable";
-it also makes, for each SLA layer, the module that turns the buckets into
-the local branch's attention (an additive bias, or a transform of the
-scores: see layers/local_bias.py) from the transformer's config.
+layers/local_bias.py makes, for each SLA layer, the module that turns the
+buckets into the local branch's attention (an additive bias, or a transform
+of the scores); a user's distance builder brings its own as a method
+make_layer_bias(transformer_config) -> torch.nn.Module. This module needs
+no torch.
 """
-from typing import TYPE_CHECKING, Callable, Optional, Tuple, Union
+from typing import Callable, Optional, Tuple, Union
 
 import numpy
 from spacy.attrs import IS_PUNCT, IS_SPACE
@@ -31,10 +33,6 @@ from .dependency_tree import (
 )
 from .errors import Errors
 from .punctuation import check_punct_rule, is_authors_punctuation, punct_rule_from_flag
-
-if TYPE_CHECKING:
-    from torch import nn
-    from transformers import PretrainedConfig
 
 DocLike = Union[Doc, Span]
 BoolArray = numpy.ndarray
@@ -253,11 +251,6 @@ class TreeDistanceBuckets:
         # 0..max_distance, "farther", and one for special pieces
         return self.max_distance + 3
 
-    def make_layer_bias(self, config: "PretrainedConfig") -> "nn.Module":
-        from .layers.local_bias import DistanceBucketBias
-
-        return DistanceBucketBias(config.num_attention_heads, self.n_buckets)
-
     def __call__(self, doclike: DocLike) -> numpy.ndarray:
         doc, start, end = span_bounds(doclike)
         if end == start:
@@ -284,10 +277,6 @@ class SoftThresholdBias(TreeDistanceBuckets):
     def __repr__(self) -> str:
         return f"SoftThresholdBias(initial_threshold={self.initial_threshold}, max_distance={self.max_distance})"
 
-    def make_layer_bias(self, config: "PretrainedConfig") -> "nn.Module":
-        from .layers.local_bias import SoftThresholdLogBias
-
-        return SoftThresholdLogBias(config.num_attention_heads, self.max_distance, self.initial_threshold)
 
 
 # The name this builder had before it was told apart from the authors' soft
@@ -387,17 +376,6 @@ class DependencyScaleDistances:
     def n_buckets(self) -> int:
         # 0..max_distance, "farther", and one for special pieces
         return self.max_distance + 3
-
-    def make_layer_bias(self, config: "PretrainedConfig") -> "nn.Module":
-        from .layers.local_bias import DependencyScale
-
-        return DependencyScale(
-            config.hidden_size,
-            config.num_attention_heads,
-            self.max_distance,
-            self.initial_threshold,
-            getattr(config, "initializer_range", 0.02),
-        )
 
     def __call__(self, doclike: DocLike) -> numpy.ndarray:
         doc, start, end = span_bounds(doclike)

@@ -13,7 +13,7 @@ from spacy.util import registry
 from thinc.api import Config
 
 from spacy_sla.layers import SyntaxAwareTransformer
-from spacy_sla.layers.local_bias import FAR_DISTANCE, DependencyScale
+from spacy_sla.layers.local_bias import local_module_factory, FAR_DISTANCE, DependencyScale
 from spacy_sla.masks import DependencyScaleDistances
 from spacy_sla.syntax_inputs import build_syntax_inputs
 
@@ -184,7 +184,7 @@ def test_a_span_without_syntax_keeps_its_scores():
 
 def with_dependency_scale(max_distance: int = 3, sla_layers=None) -> SyntaxAwareTransformer:
     builder = DependencyScaleDistances(max_distance=max_distance)
-    return SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers=sla_layers, local_bias=builder.make_layer_bias).eval()
+    return SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers=sla_layers, local_bias=local_module_factory(builder)).eval()
 
 
 def test_the_layer_scales_the_logits_and_gates_per_head():

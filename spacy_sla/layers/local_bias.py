@@ -1,5 +1,6 @@
 """Modules that turn the tree-distance buckets of a batch into the local
-branch's attention (one module per SLA layer, made by the distance builder).
+branch's attention (one module per SLA layer; local_module_factory says
+which module a distance builder gets).
 
 A local module maps (buckets, hidden_states) to either
 - an additive bias, a tensor (batch, heads, n_pieces, n_pieces) added to the
@@ -10,11 +11,14 @@ A local module maps (buckets, hidden_states) to either
 A module with an `n_gates` attribute asks its layer for that many gates
 (one per head) instead of one gate shared by the heads.
 """
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers import PretrainedConfig
+
+from ..masks import DependencyScaleDistances, SoftThresholdBias, TreeDistanceBuckets
 
 # What the authors' breadth-first search leaves on pairs it does not reach;
 # 0.5 + 0.5 * tanh(tau - FAR_DISTANCE) is exactly 0 in float32 for any
@@ -128,3 +132,30 @@ class DependencyScale(nn.Module):
 
     def forward(self, buckets: torch.Tensor, hidden_states: torch.Tensor) -> LocalScoresTransform:
         return LocalScoresTransform(self.scale(buckets, hidden_states))
+
+
+LocalModuleFactory = Callable[[PretrainedConfig], nn.Module]
+
+
+def local_module_factory(builder: object) -> Optional[LocalModuleFactory]:
+    """How each SLA layer makes the module that turns the distance builder's
+    buckets into its local attention: the builder's own make_layer_bias (a
+    user's builder), or the module of a built-in builder; None for boolean
+    mask builders."""
+    own = getattr(builder, "make_layer_bias", None)
+    if own is not None:
+        return own
+    # Most specific first: the soft threshold bias is a TreeDistanceBuckets.
+    if isinstance(builder, DependencyScaleDistances):
+        return lambda config: DependencyScale(
+            config.hidden_size,
+            config.num_attention_heads,
+            builder.max_distance,
+            builder.initial_threshold,
+            getattr(config, "initializer_range", 0.02),
+        )
+    if isinstance(builder, SoftThresholdBias):
+        return lambda config: SoftThresholdLogBias(config.num_attention_heads, builder.max_distance, builder.initial_threshold)
+    if isinstance(builder, TreeDistanceBuckets):
+        return lambda config: DistanceBucketBias(config.num_attention_heads, builder.n_buckets)
+    return None

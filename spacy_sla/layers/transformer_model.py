@@ -29,6 +29,7 @@ from ..errors import Errors
 from ..masks import MaskBuilder, builder_kind
 from ..syntax_inputs import build_syntax_inputs, check_on_missing_parse
 from .hf_shim import SLAShim
+from .local_bias import local_module_factory
 from .syntax_aware_transformer import SyntaxAwareTransformer, attention_family
 
 SpanGetter = Callable[[List[Doc]], List[List[Span]]]
@@ -83,7 +84,7 @@ class SLAModelSettings:
         kind = builder_kind(self.mask)
         return {
             "sla_layers": [] if self.mask is None else self.sla_layers,
-            "local_bias": getattr(self.mask, "make_layer_bias", None) if kind == "distance" else None,
+            "local_bias": local_module_factory(self.mask) if kind == "distance" else None,
             "syntax_guided": self.syntax_guided_mask is not None,
             "parent_attention": self.parent_attention,
         }

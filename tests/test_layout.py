@@ -1,0 +1,69 @@
+"""The package's layers: every spacy_sla module imports only from its own
+layer or the layers below it, and the core plugin never imports the
+research tooling, the training helpers, the CLI or ray."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Iterator, Tuple
+
+PACKAGE = Path(__file__).parent.parent / "spacy_sla"
+
+# bottom to top
+LAYERS = [
+    {"about", "errors"},
+    {"punctuation", "dependency_tree"},
+    {"masks", "data_classes"},
+    {"syntax_inputs"},
+    {"layers"},
+    {"gates"},
+    {"pipeline_component", "architectures"},
+    {"inspection", "training"},
+    {"research", "annotation", "_ray"},
+    {"cli"},
+]
+LEVEL: Dict[str, int] = {name: level for level, names in enumerate(LAYERS) for name in names}
+
+
+def internal_imports() -> Iterator[Tuple[Path, str, str]]:
+    """(file, its top-level part, the top-level part it imports) for every
+    import of a spacy_sla module, relative or absolute."""
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts == ("__init__",):
+            continue
+        own = parts[0]
+        package = list(parts[:-1]) if parts[-1] != "__init__" else list(parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = (base + (node.module or "").split("."))[0] if (base or node.module) else ""
+                names = [alias.name for alias in node.names]
+                yield from ((path, own, t) for t in ([target] if target else names))
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spacy_sla."):
+                yield path, own, node.module.split(".")[1]
+
+
+def test_every_module_has_a_layer():
+    tops = {path.relative_to(PACKAGE).with_suffix("").parts[0] for path in PACKAGE.rglob("*.py")} - {"__init__"}
+    assert tops <= set(LEVEL), tops - set(LEVEL)
+
+
+def test_no_module_imports_from_a_layer_above_it():
+    upward = [
+        f"{path.relative_to(PACKAGE)} imports {target}"
+        for path, own, target in internal_imports()
+        if own != target and LEVEL.get(target, -1) > LEVEL[own]
+    ]
+    assert upward == []
+
+
+def test_the_plugin_imports_no_research_tooling_cli_or_ray():
+    code = (
+        "import sys, spacy_sla; "
+        "loaded = [m for m in sys.modules if m.startswith(('spacy_sla.research', 'spacy_sla.cli', 'ray'))]; "
+        "print(loaded)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
