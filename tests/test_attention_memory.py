@@ -45,6 +45,8 @@ def explicit_with_masks(module, batch, hidden, query, key, value, keeps: List[to
 
 
 def make_module(kind: str, dropout: float, per_head_gates: bool = False) -> SyntaxAwareAttention:
+    """A layer with a boolean local mask ("mask...") or a DistanceBucketBias
+    ("bias"), gates that differ per token."""
     torch.manual_seed(7)
     bias = None
     if kind == "bias":
@@ -63,8 +65,10 @@ def make_batch(kind: str) -> AttentionBatch:
     generator = torch.Generator().manual_seed(2)
     attention_mask = torch.ones(2, N_PIECES, dtype=torch.long)
     attention_mask[1, 6:] = 0
-    if kind == "mask":
+    if kind.startswith("mask"):
         local = (torch.rand(2, N_PIECES, N_PIECES, generator=generator) < 0.4) | torch.eye(N_PIECES, dtype=torch.bool)
+        if kind == "mask-empty-row":  # no builder makes one; SDPA gives the row's local branch zeros
+            local[0, 3] = False
         return AttentionBatch.from_inputs(attention_mask, local)
     buckets = torch.randint(0, 5, (2, N_PIECES, N_PIECES), generator=generator)
     return AttentionBatch.from_inputs(attention_mask, local_buckets=buckets)
@@ -81,7 +85,7 @@ def real_rows(batch: AttentionBatch) -> torch.Tensor:
     return batch.global_mask[:, 0, 0, :, None]  # (batch, n, 1): padding rows are never used
 
 
-@pytest.mark.parametrize("kind", ["mask", "bias"])
+@pytest.mark.parametrize("kind", ["mask", "mask-empty-row", "bias"])
 def test_eval_outputs_equal_the_previous_formulation(kind):
     module = make_module(kind, dropout=0.3).eval()
     batch = make_batch(kind)
@@ -92,7 +96,7 @@ def test_eval_outputs_equal_the_previous_formulation(kind):
     assert torch.allclose(context, expected, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind,per_head_gates", [("mask", False), ("bias", False), ("bias", True)])
+@pytest.mark.parametrize("kind,per_head_gates", [("mask", False), ("mask-empty-row", False), ("bias", False), ("bias", True)])
 def test_training_gradients_equal_the_previous_formulation_without_dropout(kind, per_head_gates):
     results = {}
     for formulation in ("new", "previous"):
@@ -203,3 +207,37 @@ def test_the_memory_saving_path_runs_in_training_and_keeps_less(monkeypatch):
     with torch.no_grad(), attending(batch):
         module.attend(hidden, query, key, value)
     assert calls == [1]
+
+
+def test_under_autocast_the_training_path_matches_the_previous_formulation(monkeypatch):
+    """Half-precision projections (bfloat16 on the CPU, float16 on a GPU):
+    the softmaxes run in float32, the products in the half type."""
+    from transformers import BertConfig, BertModel
+
+    from spacy_sla.layers import SyntaxAwareTransformer
+
+    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48, vocab_size=50,
+                        attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    input_ids = torch.randint(5, 50, (2, N_PIECES), generator=torch.Generator().manual_seed(1))
+    attention_mask = torch.ones(2, N_PIECES, dtype=torch.long)
+    attention_mask[1, 6:] = 0
+    local_mask = (torch.rand(2, N_PIECES, N_PIECES, generator=torch.Generator().manual_seed(2)) < 0.4) | torch.eye(
+        N_PIECES, dtype=torch.bool
+    )
+    results = {}
+    for memory_saving in (True, False):
+        monkeypatch.setattr(SyntaxAwareAttention, "memory_saving_training", memory_saving)
+        torch.manual_seed(0)
+        model = SyntaxAwareTransformer(BertModel(config, add_pooling_layer=False)).train()
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                output = model(input_ids, attention_mask, local_mask=local_mask).last_hidden_state
+        except RuntimeError as error:  # an operator this CPU build lacks for the type
+            pytest.skip(f"bfloat16 autocast on this CPU: {error}")
+        (output.float() * attention_mask[..., None]).sum().backward()
+        results[memory_saving] = {name: p.grad.float() for name, p in model.named_parameters() if p.grad is not None}
+    assert results[True].keys() == results[False].keys()
+    for name, grad in results[True].items():
+        assert torch.isfinite(grad).all(), name
+        scale = results[False][name].abs().max().clamp(min=1.0)
+        assert (grad - results[False][name]).abs().max() / scale < 0.1, name

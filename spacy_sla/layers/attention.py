@@ -64,7 +64,7 @@ class AttentionBatch:
     # and shared by the layers (SDPA's CPU kernel turns a boolean mask into
     # an additive one on every call, at every layer).
     _additive_local_masks: Dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False)
-    _hidden_local_mask: Optional[torch.Tensor] = field(default=None, repr=False)
+    _hidden_local_mask: Optional[Tuple[torch.Tensor, Optional[torch.Tensor]]] = field(default=None, repr=False)
 
     @classmethod
     def from_inputs(
@@ -84,17 +84,24 @@ class AttentionBatch:
         local = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
         return cls(keys, local, local_buckets, parent_targets, record_gates)
 
-    def hidden_local_mask(self) -> torch.Tensor:
-        """~local_mask, made once per forward pass for all layers."""
+    def hidden_local_mask(self) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """~local_mask, and the (batch, 1, n_pieces, 1) rows that see no key
+        locally (None when there is none: the masks the builders make always
+        show each piece itself). Made once per forward pass for all layers."""
         if self._hidden_local_mask is None:
-            self._hidden_local_mask = ~self.local_mask
+            hidden = ~self.local_mask
+            empty_rows = hidden.all(-1, keepdim=True)
+            self._hidden_local_mask = (hidden, empty_rows if bool(empty_rows.any()) else None)
         return self._hidden_local_mask
 
-    def additive_local_mask(self, dtype: torch.dtype) -> torch.Tensor:
+    def additive_local_mask(self, dtype: torch.dtype) -> Optional[torch.Tensor]:
         """local_mask as (batch, 1, n_pieces, n_pieces) of `dtype`: 0 where
-        visible, the type's minimum where hidden. Every row sees its own
-        piece, so a hidden key's weight is exp(min - visible max) = 0 exactly,
-        as with the boolean mask."""
+        visible, the type's minimum where hidden; None when a row sees no key
+        (SDPA gives such a row zeros with a boolean mask, not with an additive
+        one). As every row sees a key, a hidden key's weight is
+        exp(min - visible max) = 0 exactly, as with the boolean mask."""
+        if self.hidden_local_mask()[1] is not None:
+            return None
         mask = self._additive_local_masks.get(dtype)
         if mask is None:
             mask = torch.zeros(self.local_mask.shape, dtype=dtype, device=self.local_mask.device)
@@ -189,6 +196,7 @@ class TwoBranchAttention(torch.autograd.Function):
         gate: torch.Tensor,
         global_hidden: torch.Tensor,
         local: torch.Tensor,
+        empty_local_rows: Optional[torch.Tensor],
         dropout: float,
     ) -> torch.Tensor:
         """query, key, value: (batch, heads, n, head_size); gate: (batch,
@@ -196,7 +204,9 @@ class TwoBranchAttention(torch.autograd.Function):
         n) bool, True for padding keys; local: (batch, 1, n, n) bool, True
         where the local branch hides a key (padding included), or an additive
         bias broadcastable to (batch, heads, n, n) (padding keys at the
-        type's minimum)."""
+        type's minimum); empty_local_rows: (batch, 1, n, 1) bool, the rows
+        that see no key locally, whose local branch is zero (as SDPA makes
+        it), or None."""
         scale = 1.0 / math.sqrt(query.shape[-1])
         with torch.autocast(query.device.type, enabled=False):
             # Under autocast the projections arrive in half precision; the
@@ -212,6 +222,10 @@ class TwoBranchAttention(torch.autograd.Function):
             local_probs = torch.softmax(local_logits, -1)
             local_lse = _log_normaliser(local_logits, local_probs)
             del local_logits
+            if empty_local_rows is not None:
+                # softmax gives NaN there; exp(S - inf) = 0 in backward
+                local_probs.masked_fill_(empty_local_rows, 0.0)
+                local_lse.masked_fill_(empty_local_rows, float("inf"))
             drop_global, drop_local = _drop_mask(global_probs, dropout), _drop_mask(local_probs, dropout)
             mixed = TwoBranchAttention._mixed(
                 _dropped(global_probs, drop_global, inplace=True),
@@ -285,7 +299,7 @@ class TwoBranchAttention(torch.autograd.Function):
             del grad_local_logits
             grad_query = torch.matmul(grad_scores, key).mul_(scale * rescale)
             grad_key = torch.matmul(grad_scores.transpose(-1, -2), query).mul_(scale * rescale)
-        return grad_query, grad_key, grad_value, grad_gate, None, grad_bias, None
+        return grad_query, grad_key, grad_value, grad_gate, None, grad_bias, None, None
 
 
 def _dropped(probs: torch.Tensor, drop: Optional[torch.Tensor], inplace: bool = False) -> torch.Tensor:
@@ -294,6 +308,10 @@ def _dropped(probs: torch.Tensor, drop: Optional[torch.Tensor], inplace: bool = 
     if drop is None:
         return probs
     return probs.masked_fill_(drop, 0.0) if inplace else probs.masked_fill(drop, 0.0)
+
+
+def _first_not_none(first: Optional[torch.Tensor], second: torch.Tensor) -> torch.Tensor:
+    return second if first is None else first
 
 
 def _needs_grad(*tensors: torch.Tensor) -> bool:
@@ -405,13 +423,13 @@ class SyntaxAwareAttention(nn.Module):
         if self.memory_saving_training and torch.is_grad_enabled() and _needs_grad(query, key, value, gate, local_mask):
             # Training: one score matrix, and only the two probability
             # tensors and boolean dropout masks kept for backward.
-            local = batch.hidden_local_mask() if local_mask.dtype == torch.bool else local_mask
-            context = TwoBranchAttention.apply(query, key, value, gate, ~batch.global_mask, local, dropout)
+            local, empty_rows = batch.hidden_local_mask() if local_mask.dtype == torch.bool else (local_mask, None)
+            context = TwoBranchAttention.apply(query, key, value, gate, ~batch.global_mask, local, empty_rows, dropout)
             return self.merge_heads(context), None
         # Prediction: two fused kernels (on the CPU faster than the mixed
         # probabilities, or one call over stacked heads; docs/performance.md).
         if local_mask.dtype == torch.bool:
-            local_mask = batch.additive_local_mask(query.dtype)
+            local_mask = _first_not_none(batch.additive_local_mask(query.dtype), local_mask)
         global_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
         )
