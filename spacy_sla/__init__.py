@@ -1,7 +1,6 @@
 """spacy-sla: syntax-aware local attention (Li et al. 2021) for spaCy
 transformer pipelines."""
 from . import architectures  # noqa: F401  (registers functions)
-from .training import corpora, heads, loggers, scorers  # noqa: F401  (registers functions)
 from .about import __version__
 from .data_classes import ParentAttention, SyntaxInputs
 from .masks import (
@@ -16,6 +15,7 @@ from .masks import (
     WindowMask,
 )
 from .pipeline_component import SLATransformer, make_sla_transformer
+from .training import corpora, heads, loggers, scorers  # noqa: F401  (registers functions)
 
 __all__ = [
     "AncestorMask",

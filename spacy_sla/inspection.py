@@ -229,7 +229,7 @@ def plot_gate_statistics(statistics: Dict[str, GateStatistics], output: Path) ->
     axes = figure.add_subplot()
     all_layers = set()
     for label, stats in statistics.items():
-        points = [(l, m, s) for l, m, s in zip(stats.layers, stats.mean, stats.std) if m is not None]
+        points = [(layer, m, s) for layer, m, s in zip(stats.layers, stats.mean, stats.std) if m is not None]
         if not points:
             continue
         layers, means, stds = (numpy.asarray(column, dtype=float) for column in zip(*points))

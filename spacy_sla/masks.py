@@ -32,7 +32,7 @@ from .dependency_tree import (
     has_complete_parse,
 )
 from .errors import Errors
-from .punctuation import check_punct_rule, is_authors_punctuation, punct_rule_from_flag
+from .punctuation import check_punct_rule, punct_rule_from_flag
 
 DocLike = Union[Doc, Span]
 BoolArray = numpy.ndarray

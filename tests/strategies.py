@@ -1,6 +1,7 @@
 """Hypothesis strategies for parsed Docs with random dependency forests."""
 from hypothesis import strategies as st
 from spacy.tokens import Doc
+
 from util import english_vocab
 
 WORD_CHOICES = ["a", "dog", "ran", ",", ".", "!", "cat", "x"]

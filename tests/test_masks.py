@@ -4,7 +4,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spacy.tokens import Doc
 from spacy.util import registry
-
 from thinc.api import Config
 
 from spacy_sla.masks import MissingParseError, SyntaxMask, WindowMask

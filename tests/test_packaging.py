@@ -11,7 +11,7 @@ import numpy
 import pytest
 import srsly
 
-from test_inspection import add_sla, parser_pipeline
+from util import add_sla, parser_pipeline
 
 TEXT = "The cat sat on the mat."
 # Loads the installed package by name and prints its output and a checksum.

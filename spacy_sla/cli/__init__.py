@@ -2,9 +2,14 @@
 point, so the commands sit beside spaCy's own."""
 from spacy.cli._util import app
 
+from . import (  # noqa: F401  (registers the commands)
+    annotate,  # noqa: F401  (`spacy sla annotate`, batch annotation)
+    baseline,
+    benchmark,
+    inspect,
+    workflow,
+)
 from ._app import sla_cli
-from . import baseline, benchmark, inspect, workflow  # noqa: F401  (registers the commands)
-from . import annotate  # noqa: F401  (`spacy sla annotate`, batch annotation)
 
 app.add_typer(sla_cli)
 

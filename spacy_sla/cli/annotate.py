@@ -6,8 +6,16 @@ from typing import Optional
 from spacy.cli._util import Arg, Opt
 from wasabi import msg
 
-from ..annotation import DEFAULT_FIELDS, FIELDS, AnnotateSettings, AnnotateSummary, AnnotationError, annotate, annotate_on_ray
 from .._ray import on_ray
+from ..annotation import (
+    DEFAULT_FIELDS,
+    FIELDS,
+    AnnotateSettings,
+    AnnotateSummary,
+    AnnotationError,
+    annotate,
+    annotate_on_ray,
+)
 from ._app import sla_cli
 
 INPUT_HELP = ("JSONL ({\"text\": ...} per line, other fields kept), a .spacy file, or plain UTF-8 text "

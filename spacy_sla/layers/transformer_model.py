@@ -7,20 +7,20 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
+from huggingface_hub.utils import HFValidationError
 from spacy.tokens import Doc, Span
 from spacy_transformers.align import get_alignment, get_alignment_via_offset_mapping
 from spacy_transformers.data_classes import FullTransformerBatch, HFObjects, WordpieceBatch
 from spacy_transformers.layers._util import replace_listener
 from spacy_transformers.layers._util import replace_listener_cfg as spacy_transformers_replace_listener_cfg
 from spacy_transformers.layers.transformer_model import (
-    set_pytorch_transformer,
     huggingface_from_pretrained,
     huggingface_tokenize,
+    set_pytorch_transformer,
 )
 from spacy_transformers.truncate import truncate_oversize_splits
 from thinc.api import Model, xp2torch
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
-from huggingface_hub.utils import HFValidationError
 from thinc.types import ArgsKwargs, Ragged
 from transformers.file_utils import ModelOutput
 

@@ -32,8 +32,8 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import require_gpu
 
-from .converters import read_conllu
 from ..layers.transformer_model import flatten_spans
+from .converters import read_conllu
 from .profiling import operator_differences, self_milliseconds
 
 VARIANTS = ("vanilla", "sla", "window")

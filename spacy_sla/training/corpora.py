@@ -2,12 +2,11 @@
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
+import numpy
 from spacy.attrs import DEP, HEAD
 from spacy.language import Language
 from spacy.training import Corpus, Example
 from spacy.util import registry
-
-import numpy
 
 
 def with_reference_parse(example: Example) -> Example:
