@@ -25,12 +25,12 @@ Ray is imported only by annotate_on_ray, never by `import spacy_sla`.
 """
 import json
 import math
-import os
 import time
-import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .files import write_atomically
 
 OUTPUT_FORMATS = ("spacy", "jsonl")
 FIELDS = ("entities", "cats", "tags", "pos", "deps", "gates")
@@ -198,7 +198,7 @@ def prepare_output(settings: AnnotateSettings, shards: Sequence[Shard], overwrit
             path.unlink(missing_ok=True)
     for leftover in output_dir.glob(".shard-*.tmp"):  # from a worker that died while writing
         leftover.unlink(missing_ok=True)
-    _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode("utf8"))
+    write_atomically(manifest_path, json.dumps(manifest, indent=2).encode("utf8"))
     return [shard for shard in shards if not (output_dir / shard_name(settings, shard.index, len(shards))).exists()]
 
 
@@ -248,20 +248,6 @@ def read_lines(settings: AnnotateSettings, shard: Shard) -> Tuple[List[InputItem
 
 
 # Writing ----------------------------------------------------------------------------------------
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write beside the target, then rename: a reader (or a resumed run)
-    sees the whole file or none."""
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with temporary.open("wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _rounded(value: float) -> Optional[float]:
@@ -374,7 +360,7 @@ class ShardAnnotator:
             inputs = [text for _, text, _ in items]
             records = [record for _, _, record in items]
         docs = list(self.nlp.pipe(inputs, batch_size=settings.batch_size))
-        _write_atomically(target, encode_shard(settings, docs, records))
+        write_atomically(target, encode_shard(settings, docs, records))
         return ShardResult(shard.index, str(target), n_docs=len(docs), bad_lines=bad)
 
 
@@ -399,7 +385,7 @@ def _sort_bad_lines(settings: AnnotateSettings) -> None:
         prefix = len(settings.input_path) + 1  # "PATH:LINE: reason"
         lines = set(path.read_text(encoding="utf8").splitlines())
         ordered = sorted(lines, key=lambda line: int(line[prefix:].split(":", 1)[0]))
-        _write_atomically(path, "".join(f"{line}\n" for line in ordered).encode("utf8"))
+        write_atomically(path, "".join(f"{line}\n" for line in ordered).encode("utf8"))
 
 
 def progress_line(done: int, total: int, result: ShardResult) -> str:

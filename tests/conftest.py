@@ -31,3 +31,12 @@ def tiny_distilbert(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_electra(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny-electra"), "electra")
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """A local Ray instance of 2 CPUs for the tests of one module."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False)
+    yield ray
+    ray.shutdown()

@@ -220,14 +220,6 @@ def sla_pipeline(tiny_bert, tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def ray_instance():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False)
-    yield ray
-    ray.shutdown()
-
-
 @pytest.mark.slow  # the real parser and Ray
 def test_the_cli_on_ray_writes_the_shards_of_one_process(ray_instance, sla_pipeline, tmp_path):
     path = write_jsonl(tmp_path / "input.jsonl", 23, BAD)

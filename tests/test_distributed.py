@@ -67,14 +67,6 @@ def comparable(record: dict, project: Path) -> dict:
     return record
 
 
-@pytest.fixture(scope="module")
-def ray_instance():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False)
-    yield ray
-    ray.shutdown()
-
-
 @pytest.mark.slow
 def test_the_grid_on_ray_gives_the_sequential_records(ray_instance, tiny_bert, tmp_path, monkeypatch):
     if not spacy.util.is_package(PARSER):

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).parent.parent / "spacy_sla"
 
 # bottom to top
 LAYERS = [
-    {"about", "errors"},
+    {"about", "errors", "files"},
     {"punctuation", "dependency_tree"},
     {"masks", "data_classes"},
     {"syntax_inputs"},

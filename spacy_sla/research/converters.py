@@ -11,9 +11,7 @@ The readers are generators. They validate lazily, as the Docs are consumed,
 except `read_conllu`, which validates the whole file first because spaCy's
 CoNLL-U converter looks at the whole file before it yields the first Doc.
 """
-import os
 import re
-import secrets
 from pathlib import Path
 from typing import Callable, Collection, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -24,6 +22,7 @@ from spacy.training.converters import conllu_to_docs
 from spacy.vocab import Vocab
 
 from ..errors import Errors
+from ..files import write_atomically
 
 TASKS = ("cola", "sst2", "conll2003", "fce", "conllu")
 # Raise this whenever a reader's output for the same input changes, so that
@@ -414,22 +413,3 @@ def convert(
             doc_bin.add(doc)
     write_atomically(Path(output_path), doc_bin.to_bytes())
     return len(doc_bin)
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same directory
-    and os.replace, so that `path` holds either its old content or all of
-    the new one, never a half-written file (a full disk, an interrupted run)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A fresh name opened with "x" (not tempfile.mkstemp, whose 0600 mode
-    # would outlive the replace): the file gets the usual umask permissions.
-    temporary = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    try:
-        with temporary.open("xb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    finally:
-        # Gone after the replace; after a failure (also an interrupt) it is removed here.
-        temporary.unlink(missing_ok=True)

@@ -19,7 +19,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.util import load_config
 
-from .converters import CONVERTER_VERSION, convert, write_atomically
+from ..files import write_atomically
+from .converters import CONVERTER_VERSION, convert
 from .intervals import paired_difference
 from .tasks import TASKS, Task
 
