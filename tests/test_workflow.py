@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spacy_sla.research.experiments import compare, summarize
+from spacy_sla.research.experiments import TRAIN_LOG, compare, summarize, training_curve
 from spacy_sla.research.intervals import paired_difference, t_quantile_975
 
 ROOT = Path(__file__).parent.parent
@@ -38,6 +38,24 @@ def test_the_demo_workflow_runs_offline(tiny_bert, tmp_path):
         assert row["settings"]["training.max_steps"] == 2
         assert row["settings"]["paths.transformer"] == str(tiny_bert)
     assert "| ud | sla | tag_acc |" in (project / "metrics" / "demo" / "comparison.md").read_text()
+    # each record carries the run's learning curve from spaCy's training log
+    curve = json.loads((project / "metrics" / "demo" / "ud" / "sla" / "seed0.json").read_text())["curve"]
+    assert curve[0]["step"] == 0 and curve[-1]["step"] <= 2
+    assert all(0.0 <= point["score"] <= 1.0 and "transformer" in point["losses"] for point in curve)
+
+
+def test_the_training_curve_reads_spacys_log_as_fractions(tmp_path):
+    log = tmp_path / TRAIN_LOG
+    lines = [{"epoch": 0, "step": 0, "losses": {"textcat": 0.3}, "scores": {"cats_mcc": -1.5, "cats_accuracy": 51.0},
+              "score": -0.015},
+             {"epoch": 1, "step": 100, "losses": {"textcat": 22.1}, "scores": {"cats_mcc": 12.5}, "score": 0.125}]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines) + "\n", encoding="utf8")
+    assert training_curve(log, "cats_mcc") == [
+        {"step": 0, "score": pytest.approx(-0.015), "losses": {"textcat": 0.3}},
+        {"step": 100, "score": pytest.approx(0.125), "losses": {"textcat": 22.1}},
+    ]
+    assert training_curve(log, "cats_accuracy")[1]["score"] is None
+    assert training_curve(tmp_path / "missing.jsonl", "cats_mcc") == []
 
 
 def record(variant, seed, score, task="cola"):

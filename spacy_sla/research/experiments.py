@@ -25,6 +25,7 @@ from .intervals import paired_difference
 from .tasks import TASKS, Task
 
 RUN_SETTINGS = "run.json"
+TRAIN_LOG = "train-log.jsonl"  # spaCy's logger output: one JSON line per evaluation
 # Beside train.spacy and dev.spacy: what they were made from (corpus_source).
 CORPUS_RECORD = "corpus.json"
 
@@ -196,8 +197,13 @@ def train_run(
         if {k: previous.get(k) for k in record} == record:
             print(f"Keeping the finished run {run_dir}")
             return run_dir
+    # spaCy's logger writes every evaluation as a JSON line (the record's learning curve); it
+    # refuses to overwrite an old log, so a rerun starts a fresh one.
+    train_log = run_dir / TRAIN_LOG
+    train_log.unlink(missing_ok=True)
     command = [sys.executable, "-m", "spacy", "train", str(config_path), "--output", str(run_dir),
-               "--gpu-id", str(gpu_id), *train_overrides(config_path, settings, extra)]
+               "--gpu-id", str(gpu_id), *train_overrides(config_path, settings, extra),
+               "--training.logger.output_file", str(train_log)]
     print("Running:", " ".join(command), flush=True)
     started = time.time()
     _run_command(command, log_path)
@@ -247,10 +253,27 @@ def evaluate_run(
     scores = json.loads(scores_file.read_text(encoding="utf8"))
     metric = TASKS[task].metric
     record = {**run, "metric": metric, "score": scores[metric], "scores": scores,
-              "evaluated_on": str(corpus_dir / "dev.spacy"), "model": str(run_dir / "model-last")}
+              "evaluated_on": str(corpus_dir / "dev.spacy"), "model": str(run_dir / "model-last"),
+              "curve": training_curve(run_dir / TRAIN_LOG, metric)}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(record, indent=2), encoding="utf8")
     return record
+
+
+def training_curve(train_log: Path, metric: str) -> List[Dict[str, Any]]:
+    """The dev score (as a fraction, like the record's score) and the summed
+    losses at every evaluation of `spacy train`, from the logger's JSON lines;
+    empty for a run trained without the log."""
+    if not train_log.exists():
+        return []
+    curve = []
+    for line in train_log.read_text(encoding="utf8").splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            score = entry["scores"].get(metric)
+            curve.append({"step": entry["step"], "score": None if score is None else score / 100,
+                          "losses": entry["losses"]})
+    return curve
 
 
 def _run_command(command: List[str], log_path: Optional[Path]) -> None:
