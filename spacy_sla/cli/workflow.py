@@ -1,5 +1,5 @@
 """The commands behind the project workflows: convert, prepare, link-model,
-train, evaluate, experiment, compare."""
+train, evaluate, experiment, compare, curves."""
 from pathlib import Path
 from typing import List, Optional, Union
 
@@ -7,7 +7,9 @@ import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
+from ..inspection import InspectionError
 from ..research.converters import READERS, ConversionError, convert
+from ..research.curves import curves_by_task, plot_curves, read_records
 from ..research.experiments import (
     compare,
     evaluate_runs,
@@ -149,6 +151,23 @@ def compare_cli(
     rows = compare(metrics_dir, output_prefix)
     print(output_prefix.with_suffix(".md").read_text(encoding="utf8"))
     msg.good(f"{len(rows)} rows -> {output_prefix}.md, {output_prefix}.json")
+
+
+@sla_cli.command("curves")
+def curves_cli(
+    records_dir: Path = Arg(..., help="Directory searched for run records (seedN.json)", exists=True, file_okay=False),
+    output: Path = Opt(..., "--output", "-o", help="The figure to write (.png, .pdf or .svg)"),
+    seeds: str = Opt("", "--seeds", help="Comma-separated seeds to draw (default: all)"),
+):
+    """Learning curves: the dev score at every evaluation of each run, one
+    panel per task, to see whether a budget has converged."""
+    chosen = [int(value) for value in _split(seeds)] or None
+    records = read_records(records_dir)
+    try:
+        plot_curves(curves_by_task(records, chosen), {r["task"]: r["metric"] for r in records}, output)
+    except (ValueError, InspectionError) as error:
+        msg.fail(str(error), exits=1)
+    msg.good(f"Wrote {output}")
 
 
 @sla_cli.command("experiment", context_settings=OVERRIDES)

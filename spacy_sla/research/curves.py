@@ -1,0 +1,60 @@
+"""Learning curves from run records: the dev score at every evaluation of a
+run, per task and variant, to show whether a budget has converged (issue 12).
+
+Both kinds of record carry a `curve` (a list of {"step", "score", ...}): the
+spaCy runs from `spacy train`'s log (research/experiments.training_curve),
+the plain fine-tune from its own evaluations (research/baseline)."""
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..inspection import require_matplotlib
+
+Curve = List[Tuple[int, float]]
+
+
+def read_records(records_dir: Path) -> List[Dict[str, Any]]:
+    return [json.loads(path.read_text(encoding="utf8")) for path in sorted(records_dir.glob("**/seed*.json"))]
+
+
+def curves_by_task(
+    records: Sequence[Dict[str, Any]], seeds: Optional[Sequence[int]] = None
+) -> Dict[str, Dict[Tuple[str, int], Curve]]:
+    """{task: {(variant, seed): [(step, score), ...]}} for the records that
+    have a curve (and one of `seeds`, if given); evaluations without the
+    task's score are left out."""
+    tasks: Dict[str, Dict[Tuple[str, int], Curve]] = {}
+    for record in records:
+        if seeds is not None and record["seed"] not in seeds:
+            continue
+        points = [(point["step"], point["score"]) for point in record.get("curve", []) if point.get("score") is not None]
+        if points:
+            tasks.setdefault(record["task"], {})[(record["variant"], record["seed"])] = sorted(points)
+    return tasks
+
+
+def plot_curves(tasks: Dict[str, Dict[Tuple[str, int], Curve]], metrics: Dict[str, str], output: Path) -> None:
+    """One panel per task: the dev score ×100 against the step, a line per
+    variant and seed (one colour per variant, one marker per seed)."""
+    if not tasks:
+        raise ValueError("No record with a learning curve: runs of `spacy sla train` and `spacy sla baseline` "
+                         "record one when they evaluate during training (--eval-frequency)")
+    new_figure = require_matplotlib()
+    figure = new_figure(figsize=(5.0 * len(tasks), 3.8), layout="constrained")
+    axes = figure.subplots(1, len(tasks), squeeze=False)[0]
+    variants = sorted({variant for runs in tasks.values() for variant, _ in runs})
+    colours = {variant: f"C{index}" for index, variant in enumerate(variants)}
+    markers = "os^Dvx+*"
+    for axis, (task, runs) in zip(axes, sorted(tasks.items())):
+        for (variant, seed), points in sorted(runs.items()):
+            steps, scores = zip(*points)
+            axis.plot(steps, [100 * score for score in scores], color=colours[variant],
+                      marker=markers[seed % len(markers)], markersize=4, linewidth=1.2,
+                      label=f"{variant}, seed {seed}")
+        axis.set_title(task)
+        axis.set_xlabel("step")
+        axis.set_ylabel(f"dev {metrics.get(task, 'score')} ×100")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(output, dpi=120)

@@ -1,0 +1,51 @@
+"""Learning curves drawn from run records (spacy_sla/research/curves.py)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from spacy_sla.research.curves import curves_by_task, plot_curves, read_records
+
+
+def record(task, variant, seed, curve):
+    return {"task": task, "variant": variant, "seed": seed, "metric": "cats_mcc", "score": 0.1, "curve": curve}
+
+
+RECORDS = [
+    record("cola", "vanilla", 0, [{"step": 200, "score": 0.2, "losses": {}}, {"step": 0, "score": -0.01, "losses": {}}]),
+    record("cola", "plain", 1, [{"step": 100, "score": 0.1, "train_loss": 0.6}, {"step": 200, "score": None}]),
+    record("sst2", "sla", 0, []),
+]
+
+
+def test_curves_are_sorted_by_step_and_skip_missing_scores_and_empty_runs():
+    tasks = curves_by_task(RECORDS)
+    assert tasks == {"cola": {("vanilla", 0): [(0, -0.01), (200, 0.2)], ("plain", 1): [(100, 0.1)]}}
+    assert curves_by_task(RECORDS, seeds=[1]) == {"cola": {("plain", 1): [(100, 0.1)]}}
+
+
+def test_the_figure_is_written_and_no_curve_is_a_clear_error(tmp_path):
+    output = tmp_path / "figures" / "curves.png"
+    plot_curves(curves_by_task(RECORDS), {"cola": "cats_mcc"}, output)
+    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="--eval-frequency"):
+        plot_curves({}, {}, output)
+
+
+def test_the_cli_reads_records_from_a_directory(tmp_path):
+    for item in RECORDS:
+        path = tmp_path / "records" / item["task"] / item["variant"] / f"seed{item['seed']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(item), encoding="utf8")
+    assert len(read_records(tmp_path / "records")) == 3
+    output = tmp_path / "curves.svg"
+    result = subprocess.run([sys.executable, "-m", "spacy", "sla", "curves", str(tmp_path / "records"), "-o",
+                             str(output), "--seeds", "0"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert output.read_text().lstrip().startswith("<?xml")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = subprocess.run([sys.executable, "-m", "spacy", "sla", "curves", str(empty), "-o", str(output)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "No record with a learning curve" in result.stdout
