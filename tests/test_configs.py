@@ -29,16 +29,57 @@ def test_every_task_has_every_variant():
     assert {"ud_sla_gold", "ud_sgnet_gold", "ud_lisa_gold", "ud_softbias_gold"} <= names
 
 
+@pytest.mark.parametrize("recipe", ["", "paper-"])
 @pytest.mark.parametrize("task", ["cola", "conll2003", "fce"])
-def test_variants_differ_only_in_the_transformer_component(task):
-    configs = {path.stem.split("_", 1)[1]: Config().from_disk(path, interpolate=False) for path in CONFIGS if path.stem.startswith(task + "_") and not path.stem.endswith("_gold")}
-    vanilla = configs.pop("vanilla")
+def test_variants_differ_only_in_the_transformer_component(task, recipe):
+    configs = {
+        path.stem.split("_", 1)[1]: Config().from_disk(path, interpolate=False) for path in CONFIGS
+        if path.stem.startswith(task + "_") and not path.stem.endswith("_gold")
+        and path.stem.split("_", 1)[1].startswith("paper-") == bool(recipe)
+    }
+    vanilla = configs.pop(recipe + "vanilla")
     for variant, config in configs.items():
         assert config["components"]["transformer"] != vanilla["components"]["transformer"], variant
         for section in ("paths", "system", "nlp", "corpora", "training", "initialize"):
             assert config[section] == vanilla[section], (variant, section)
         others = {k: v for k, v in config["components"].items() if k != "transformer"}
         assert others == {k: v for k, v in vanilla["components"].items() if k != "transformer"}
+
+
+# Two epochs of batches of 16 over the converted training sets (the recipe's task parts say how).
+PAPER_STEPS = {"cola": 1070, "sst2": 8310, "conll2003": 1756, "fce": 3546, "ud": 1568}
+
+
+@pytest.mark.parametrize("task", sorted(PAPER_STEPS))
+def test_paper_configs_follow_the_authors_recipe(task):
+    variants = sorted(path.stem for path in (ROOT / "configs" / "parts" / "attention").glob("*.cfg"))
+    for variant in variants:
+        path = ROOT / "configs" / f"{task}_paper-{variant}.cfg"
+        text = path.read_text(encoding="utf8")
+        assert "# Follows the paper's recipe" in text.split("\n[", 1)[0], path.name
+        config = Config().from_str(text, interpolate=False)
+        tuned = Config().from_disk(ROOT / "configs" / f"{task}_{variant}.cfg", interpolate=False)
+        training = config["training"]
+        assert training["batcher"] == {"@batchers": "spacy.batch_by_sequence.v1", "size": 16, "get_length": None}
+        assert training["max_epochs"] == 2 and training["max_steps"] == PAPER_STEPS[task]
+        optimizer = training["optimizer"]
+        assert (optimizer["@optimizers"], optimizer["L2"], optimizer["grad_clip"], optimizer["eps"]) == ("Adam.v1", 0.0, 1.0, 1e-8)
+        assert optimizer["learn_rate"] == {"@schedules": "warmup_linear.v1", "warmup_steps": 0, "initial_rate": 3e-5,
+                                           "total_steps": PAPER_STEPS[task]}
+        transformer = config["components"]["transformer"]
+        assert transformer == tuned["components"]["transformer"]  # the same attention, window 128
+        assert transformer["model"]["get_spans"]["window"] == 128
+        if variant in ("sla", "sla-noneighbours", "sla-nopunct"):
+            assert transformer["model"]["mask"]["threshold"] == 3
+        head = config["components"].get("textcat", {}).get("model")
+        if task in ("cola", "sst2"):
+            assert head == {"@architectures": "spacy-sla.TextCatCLS.v1", "exclusive_classes": True, "init_std": 0.02,
+                            "dropout": 0.1, "grad_factor": 1.0, "upstream": "*", "nO": None}
+        else:
+            assert head is None and config["components"] == tuned["components"]
+        # everything else as in the tuned config
+        for section in ("paths", "system", "nlp", "corpora", "initialize"):
+            assert config[section] == tuned[section], (path.name, section)
 
 
 def test_gold_syntax_configs_have_no_parser():

@@ -78,6 +78,26 @@ def test_rows_list_vanilla_first_then_the_papers_order():
         ("cola", "vanilla"), ("cola", "window"), ("cola", "sla"), ("cola", "lisa"), ("cola", "custom"), ("ud", "sla")]
 
 
+def test_a_recipes_variants_are_paired_with_the_vanilla_of_the_same_recipe():
+    records = [record("vanilla", seed, 0.30 + seed / 10) for seed in (0, 1)]
+    records += [record("sla", seed, 0.32 + seed / 10) for seed in (0, 1)]
+    records += [record("paper-vanilla", seed, 0.50 + seed / 10) for seed in (0, 1)]
+    records += [record("paper-sla", seed, 0.55 + seed / 10) for seed in (0, 1)]
+    records += [record("paper-plain", seed, score) for seed, score in ((0, 0.40), (1, 0.70))]
+    rows = summarize(records)
+    assert [row["variant"] for row in rows] == ["vanilla", "sla", "paper-vanilla", "paper-plain", "paper-sla"]
+    by_variant = {row["variant"]: row for row in rows}
+    assert by_variant["sla"]["compared_with"] == "vanilla" and by_variant["sla"]["delta_vs_vanilla"] == pytest.approx(0.02)
+    paper_sla = by_variant["paper-sla"]
+    assert paper_sla["compared_with"] == "paper-vanilla" and paper_sla["delta_vs_vanilla"] == pytest.approx(0.05)
+    assert paper_sla["paired_vs_vanilla"]["differences"] == pytest.approx([0.05, 0.05])
+    assert by_variant["paper-plain"]["paired_vs_vanilla"]["differences"] == pytest.approx([-0.10, 0.10])
+    assert by_variant["paper-vanilla"]["paired_vs_vanilla"] is None and by_variant["paper-vanilla"]["delta_vs_vanilla"] is None
+    # without its recipe's vanilla a row is compared with nothing, not with the tuned vanilla
+    (window,) = [row for row in summarize(records[:4] + [record("paper-window", 0, 0.1)]) if row["variant"] == "paper-window"]
+    assert window["compared_with"] is None and window["paired_vs_vanilla"] is None and window["delta_vs_vanilla"] is None
+
+
 def test_a_single_seed_has_no_spread():
     (row,) = summarize([record("sla", 0, 0.35)])
     assert row["std"] is None and row["mean"] == pytest.approx(0.35)

@@ -291,16 +291,35 @@ def _run_command(command: List[str], log_path: Optional[Path]) -> None:
 # The baseline first (the spaCy pipeline, then the plain transformers + torch fine-tune of
 # research/baseline.py), then the paper's comparison order; unknown variants follow alphabetically.
 VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "depscale", "sla-noneighbours", "sla-nopunct")
+# Training recipes other than the tuned one (configs/TASK_RECIPE-ATTENTION.cfg; `spacy sla baseline --variant
+# paper-plain`): a RECIPE-X row is compared with RECIPE-vanilla of its task, and follows the tuned rows.
+RECIPES = ("paper",)
 
 
-def _row_order(key: Tuple[str, str]) -> Tuple[str, int, str]:
+def _recipe(variant: str) -> Tuple[str, str]:
+    """(recipe, variant without it): ("paper", "sla") for "paper-sla", ("", "sla") for "sla"."""
+    for recipe in RECIPES:
+        if variant.startswith(recipe + "-"):
+            return recipe, variant[len(recipe) + 1:]
+    return "", variant
+
+
+def _reference(variant: str) -> str:
+    """The variant a row is compared with: the vanilla row of the same recipe."""
+    recipe, _ = _recipe(variant)
+    return f"{recipe}-vanilla" if recipe else "vanilla"
+
+
+def _row_order(key: Tuple[str, str]) -> Tuple[str, str, int, str]:
     task, variant = key
-    rank = VARIANT_ORDER.index(variant) if variant in VARIANT_ORDER else len(VARIANT_ORDER)
-    return task, rank, variant
+    recipe, base = _recipe(variant)
+    rank = VARIANT_ORDER.index(base) if base in VARIANT_ORDER else len(VARIANT_ORDER)
+    return task, recipe, rank, variant
 
 
 def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Mean and spread of the headline score per task and variant."""
+    """Mean and spread of the headline score per task and variant, and the
+    difference to the vanilla row of the same recipe (paper-X: paper-vanilla)."""
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for record in records:
         groups.setdefault((record["task"], record["variant"]), []).append(record)
@@ -322,11 +341,18 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
             "settings": _common_settings(group),
         })
     for row in rows:
-        vanilla = next((r for r in rows if r["task"] == row["task"] and r["variant"] == "vanilla"), None)
-        row["delta_vs_vanilla"] = None if vanilla is None else row["mean"] - vanilla["mean"]
-        # Seed-paired differences to vanilla with a 95% t-interval (research/intervals.py).
+        # vanilla of the same recipe: "vanilla" for the tuned configs, "paper-vanilla" for paper-sla, paper-plain, ...
+        reference = _reference(row["variant"])
+        vanilla = next((r for r in rows if r["task"] == row["task"] and r["variant"] == reference), None)
+        row["compared_with"] = None if vanilla is None else reference
+        # the tuned vanilla row shows no difference in the table; a recipe's vanilla row none either
+        itself = row["variant"] == reference
+        row["delta_vs_vanilla"] = (
+            None if vanilla is None or (itself and reference != "vanilla") else row["mean"] - vanilla["mean"]
+        )
+        # Seed-paired differences to that vanilla with a 95% t-interval (research/intervals.py).
         row["paired_vs_vanilla"] = (
-            None if vanilla is None or row["variant"] == "vanilla"
+            None if vanilla is None or itself
             else paired_difference(dict(zip(row["seeds"], row["scores"])), dict(zip(vanilla["seeds"], vanilla["scores"])))
         )
     return rows
@@ -344,7 +370,7 @@ def _common_settings(group: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 # How a variant is named in the table where its key says too little.
-VARIANT_LABELS = {"plain": "plain fine-tune"}
+VARIANT_LABELS = {"plain": "plain fine-tune", "paper-plain": "paper-plain (plain fine-tune, paper's recipe)"}
 
 
 def _paired_cell(paired: Optional[Dict[str, Any]]) -> Tuple[str, str]:
