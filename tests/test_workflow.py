@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from spacy_sla.research import experiments
 from spacy_sla.research.experiments import TRAIN_LOG, compare, summarize, training_curve
 from spacy_sla.research.intervals import paired_difference, t_quantile_975
 
@@ -161,3 +162,19 @@ def test_records_round_trip_through_compare(tmp_path):
     markdown = (tmp_path / "out" / "comparison.md").read_text()
     assert "| cola | plain fine-tune | cats_mcc | 30.50 ± 0.71 | +10.50 | +15.50 ± " in markdown
     assert "| cola | sla | cats_mcc | 40.00 ± 34.44 | +20.00 | +3.33 ± 3.79 [-0.46, +7.13] (n=3) | not shown |" in markdown
+
+
+def test_without_max_steps_a_run_keeps_the_configs_own_budget(tmp_path, monkeypatch):
+    commands = []
+
+    def fake_spacy_train(command, log_path):  # stands in for the subprocess; the run directory is all it needs
+        commands.append(command)
+        Path(command[command.index("--output") + 1]).mkdir(parents=True)
+
+    monkeypatch.setattr(experiments, "_run_command", fake_spacy_train)
+    run_dir = experiments.train_run("cola", "paper-vanilla", 0, tmp_path / "corpus", tmp_path / "training",
+                                    configs_dir=ROOT / "configs", transformer="x", parser="y", max_steps=None,
+                                    eval_frequency=100)
+    arguments = commands[0]
+    assert arguments[arguments.index("--training.max_steps") + 1] == "1070"  # two epochs of CoLA in batches of 16
+    assert json.loads((run_dir / "run.json").read_text())["settings"]["training.max_steps"] == 1070

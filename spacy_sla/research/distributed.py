@@ -40,7 +40,7 @@ class GridRun:
     metrics_dir: Path
     transformer: str
     parser: str
-    max_steps: int
+    max_steps: Optional[int]  # None: the config's own
     eval_frequency: int
     configs_dir: Path = Path("configs")
     extra: Dict[str, Any] = field(default_factory=dict)

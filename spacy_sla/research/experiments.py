@@ -166,7 +166,7 @@ def train_run(
     configs_dir: Path = Path("configs"),
     transformer: str,
     parser: str,
-    max_steps: int,
+    max_steps: Optional[int],
     eval_frequency: int,
     gpu_id: int = -1,
     extra: Optional[Dict[str, Any]] = None,
@@ -178,6 +178,8 @@ def train_run(
     the output of `spacy train` goes to that file instead of the terminal."""
     config_path = configs_dir / f"{task}_{variant}.cfg"
     run_dir = output_dir / variant / f"seed{seed}"
+    if max_steps is None:  # the config's own budget (the paper-recipe configs count two epochs)
+        max_steps = int(load_config(config_path, interpolate=False)["training"]["max_steps"])
     settings = {
         "paths.train": str(corpus_dir / "train.spacy"),
         "paths.dev": str(corpus_dir / "dev.spacy"),
