@@ -4,17 +4,13 @@ run, per task and variant, to show whether a budget has converged (issue 12).
 Both kinds of record carry a `curve` (a list of {"step", "score", ...}): the
 spaCy runs from `spacy train`'s log (research/experiments.training_curve),
 the plain fine-tune from its own evaluations (research/baseline)."""
-import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..inspection import require_matplotlib
+from .experiments import read_records  # noqa: F401  (the CLI reads records through this module)
 
 Curve = List[Tuple[int, float]]
-
-
-def read_records(records_dir: Path) -> List[Dict[str, Any]]:
-    return [json.loads(path.read_text(encoding="utf8")) for path in sorted(records_dir.glob("**/seed*.json"))]
 
 
 def curves_by_task(

@@ -405,10 +405,15 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def read_records(records_dir: Path) -> List[Dict[str, Any]]:
+    """Every run record (seedN.json) under records_dir, in path order."""
+    return [json.loads(path.read_text(encoding="utf8")) for path in sorted(records_dir.glob("**/seed*.json"))]
+
+
 def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
     """Aggregate every record under metrics_dir into output_prefix.md (a
     table plus the run settings) and output_prefix.json."""
-    records = [json.loads(p.read_text(encoding="utf8")) for p in sorted(metrics_dir.glob("**/seed*.json"))]
+    records = read_records(metrics_dir)
     rows = summarize(records)
     settings_lines = []
     for row in rows:
