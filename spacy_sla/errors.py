@@ -105,3 +105,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "query when it is one of the ASCII punctuation characters of Li et "
         "al.'s code; \"spacy\": spaCy's IS_PUNCT of the token; \"none\")."
     )
+    E015 = (
+        "Two run records describe the same run ({task} / {variant}, seed "
+        "{seed}, {budget}): {first} and {second}. A comparison pairs runs by "
+        "seed, so it cannot use both. Delete or move the one that should not "
+        "count (e.g. a copy kept for another table), then compare again."
+    )

@@ -25,6 +25,13 @@ def test_curves_are_sorted_by_step_and_skip_missing_scores_and_empty_runs():
     assert curves_by_task(RECORDS, seeds=[1]) == {"cola": {("plain", 1): [(100, 0.1)]}}
 
 
+def test_a_task_with_several_budgets_names_each_curve_with_its_budget():
+    short = dict(record("cola", "vanilla", 0, [{"step": 100, "score": 0.1}]), settings={"training.max_steps": 400})
+    long = dict(record("cola", "vanilla", 0, [{"step": 800, "score": 0.3}]), settings={"training.max_steps": 800})
+    assert curves_by_task([short, long]) == {
+        "cola": {("vanilla (400 steps)", 0): [(100, 0.1)], ("vanilla (800 steps)", 0): [(800, 0.3)]}}
+
+
 def test_the_figure_is_written_and_no_curve_is_a_clear_error(tmp_path):
     output = tmp_path / "figures" / "curves.png"
     plot_curves(curves_by_task(RECORDS), {"cola": "cats_mcc"}, output)

@@ -38,7 +38,7 @@ def test_the_demo_workflow_runs_offline(tiny_bert, tmp_path):
         assert 0.0 <= row["mean"] <= 1.0
         assert row["settings"]["training.max_steps"] == 2
         assert row["settings"]["paths.transformer"] == str(tiny_bert)
-    assert "| ud | sla | tag_acc |" in (project / "metrics" / "demo" / "comparison.md").read_text()
+    assert f"| ud | 2 steps, {tiny_bert.name} | sla | tag_acc |" in (project / "metrics" / "demo" / "comparison.md").read_text()
     # each record carries the run's learning curve from spaCy's training log
     curve = json.loads((project / "metrics" / "demo" / "ud" / "sla" / "seed0.json").read_text())["curve"]
     assert curve[0]["step"] == 0 and curve[-1]["step"] <= 2
@@ -111,7 +111,7 @@ def test_compare_writes_markdown_and_json(tmp_path):
         path.write_text(json.dumps(record(variant, seed, score)))
     compare(tmp_path / "metrics", tmp_path / "out" / "comparison")
     markdown = (tmp_path / "out" / "comparison.md").read_text()
-    assert "| cola | window | cats_mcc | 20.00 ± n/a | -5.00 | -5.00 (n=1) | not shown (n<2) | 1 | 20.00 | 10 |" in markdown
+    assert "| cola | 500 steps | window | cats_mcc | 20.00 ± n/a | -5.00 | -5.00 (n=1) | not shown (n<2) | 1 | 20.00 | 10 |" in markdown
     assert len(json.loads((tmp_path / "out" / "comparison.json").read_text())["runs"]) == 2
 
 
@@ -160,8 +160,33 @@ def test_records_round_trip_through_compare(tmp_path):
     saved = json.loads((tmp_path / "out" / "comparison.json").read_text())
     assert len(saved["runs"]) == 9 and [row["variant"] for row in saved["rows"]] == ["vanilla", "plain", "sla"]
     markdown = (tmp_path / "out" / "comparison.md").read_text()
-    assert "| cola | plain fine-tune | cats_mcc | 30.50 ± 0.71 | +10.50 | +15.50 ± " in markdown
-    assert "| cola | sla | cats_mcc | 40.00 ± 34.44 | +20.00 | +3.33 ± 3.79 [-0.46, +7.13] (n=3) | not shown |" in markdown
+    assert "| cola | 500 steps | plain fine-tune | cats_mcc | 30.50 ± 0.71 | +10.50 | +15.50 ± " in markdown
+    assert "| cola | 500 steps | sla | cats_mcc | 40.00 ± 34.44 | +20.00 | +3.33 ± 3.79 [-0.46, +7.13] (n=3) | not shown |" in markdown
+
+
+def test_runs_of_different_budgets_are_separate_rows_paired_within_their_budget():
+    def at(steps, variant, seed, score):
+        item = record(variant, seed, score)
+        item["settings"] = {"training.max_steps": steps, "system.seed": seed, "paths.transformer": "training/minilm"}
+        return item
+
+    records = [at(400, "vanilla", 0, 0.10), at(400, "vanilla", 1, 0.20), at(400, "sla", 0, 0.15), at(400, "sla", 1, 0.30),
+               at(800, "vanilla", 0, 0.50), at(800, "vanilla", 1, 0.60), at(800, "sla", 0, 0.40), at(800, "sla", 1, 0.40)]
+    rows = summarize(records)
+    assert [(row["budget"], row["variant"]) for row in rows] == [
+        ("400 steps, minilm", "vanilla"), ("400 steps, minilm", "sla"),
+        ("800 steps, minilm", "vanilla"), ("800 steps, minilm", "sla")]
+    assert rows[1]["paired_vs_vanilla"]["differences"] == pytest.approx([0.05, 0.10])
+    assert rows[3]["paired_vs_vanilla"]["differences"] == pytest.approx([-0.10, -0.20])
+
+
+def test_two_records_of_one_run_are_a_coded_error(tmp_path):
+    for folder in ("results", "results/copy"):
+        path = tmp_path / folder / "cola" / "sla" / "seed0.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(record("sla", 0, 0.3)))
+    with pytest.raises(ValueError, match=r"\[E015\].*cola / sla, seed 0, 500 steps"):
+        compare(tmp_path / "results", tmp_path / "out" / "comparison")
 
 
 def test_without_max_steps_a_run_keeps_the_configs_own_budget(tmp_path, monkeypatch):

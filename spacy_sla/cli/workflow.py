@@ -148,7 +148,10 @@ def compare_cli(
     output_prefix: Path = Arg(..., help="Writes OUTPUT_PREFIX.md and OUTPUT_PREFIX.json"),
 ):
     """Aggregate run records into one comparison table (mean and spread over seeds)."""
-    rows = compare(metrics_dir, output_prefix)
+    try:
+        rows = compare(metrics_dir, output_prefix)
+    except ValueError as error:
+        msg.fail(str(error), exits=1)
     print(output_prefix.with_suffix(".md").read_text(encoding="utf8"))
     msg.good(f"{len(rows)} rows -> {output_prefix}.md, {output_prefix}.json")
 
@@ -162,8 +165,8 @@ def curves_cli(
     """Learning curves: the dev score at every evaluation of each run, one
     panel per task, to see whether a budget has converged."""
     chosen = [int(value) for value in _split(seeds)] or None
-    records = read_records(records_dir)
     try:
+        records = read_records(records_dir)
         plot_curves(curves_by_task(records, chosen), {r["task"]: r["metric"] for r in records}, output)
     except (ValueError, InspectionError) as error:
         msg.fail(str(error), exits=1)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..inspection import require_matplotlib
-from .experiments import read_records  # noqa: F401  (the CLI reads records through this module)
+from .experiments import budget_label, read_records  # noqa: F401  (the CLI reads records through this module)
 
 Curve = List[Tuple[int, float]]
 
@@ -18,14 +18,22 @@ def curves_by_task(
 ) -> Dict[str, Dict[Tuple[str, int], Curve]]:
     """{task: {(variant, seed): [(step, score), ...]}} for the records that
     have a curve (and one of `seeds`, if given); evaluations without the
-    task's score are left out."""
+    task's score are left out. Where a task has runs of several budgets,
+    the variant is named with its budget ("vanilla (800 steps, minilm)"), so
+    that no curve hides another."""
+    budgets: Dict[str, set] = {}
+    for record in records:
+        budgets.setdefault(record["task"], set()).add(budget_label(record))
     tasks: Dict[str, Dict[Tuple[str, int], Curve]] = {}
     for record in records:
         if seeds is not None and record["seed"] not in seeds:
             continue
         points = [(point["step"], point["score"]) for point in record.get("curve", []) if point.get("score") is not None]
+        variant = record["variant"]
+        if len(budgets[record["task"]]) > 1:
+            variant = f"{variant} ({budget_label(record)})"
         if points:
-            tasks.setdefault(record["task"], {})[(record["variant"], record["seed"])] = sorted(points)
+            tasks.setdefault(record["task"], {})[(variant, record["seed"])] = sorted(points)
     return tasks
 
 

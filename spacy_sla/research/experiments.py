@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.util import load_config
 
+from ..errors import Errors
 from ..files import write_atomically
 from .converters import CONVERTER_VERSION, convert
 from .intervals import paired_difference
@@ -312,24 +313,38 @@ def _reference(variant: str) -> str:
     return f"{recipe}-vanilla" if recipe else "vanilla"
 
 
-def _row_order(key: Tuple[str, str]) -> Tuple[str, str, int, str]:
-    task, variant = key
+def _row_order(key: Tuple[str, str, str]) -> Tuple[str, int, str, str, int, str]:
+    task, budget, variant = key
     recipe, base = _recipe(variant)
     rank = VARIANT_ORDER.index(base) if base in VARIANT_ORDER else len(VARIANT_ORDER)
-    return task, recipe, rank, variant
+    steps = int(budget.split(" ", 1)[0]) if budget.split(" ", 1)[0].isdigit() else -1
+    return task, steps, budget, recipe, rank, variant
+
+
+def budget_label(record: Dict[str, Any]) -> str:
+    """What makes runs comparable beyond task and variant: the step count and
+    the transformer, e.g. "400 steps, minilm". Runs with different budgets
+    are different rows and are never paired with each other."""
+    settings = record.get("settings", {})
+    steps = settings.get("training.max_steps")
+    label = f"{steps} steps" if steps is not None else "steps n/a"
+    transformer = settings.get("paths.transformer")
+    return f"{label}, {Path(str(transformer)).name}" if transformer else label
 
 
 def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Mean and spread of the headline score per task and variant, and the
-    difference to the vanilla row of the same recipe (paper-X: paper-vanilla)."""
-    groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    """Mean and spread of the headline score per task, budget and variant,
+    and the difference to the vanilla row of the same task, budget and recipe
+    (paper-X: paper-vanilla)."""
+    groups: Dict[Tuple[str, str, str], List[Dict[str, Any]]] = {}
     for record in records:
-        groups.setdefault((record["task"], record["variant"]), []).append(record)
+        groups.setdefault((record["task"], budget_label(record), record["variant"]), []).append(record)
     rows = []
-    for (task, variant), group in sorted(groups.items(), key=lambda item: _row_order(item[0])):
+    for (task, budget, variant), group in sorted(groups.items(), key=lambda item: _row_order(item[0])):
         scores = [r["score"] for r in sorted(group, key=lambda r: r["seed"])]
         rows.append({
             "task": task,
+            "budget": budget,
             "variant": variant,
             "metric": group[0]["metric"],
             "seeds": sorted(r["seed"] for r in group),
@@ -345,7 +360,9 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     for row in rows:
         # vanilla of the same recipe: "vanilla" for the tuned configs, "paper-vanilla" for paper-sla, paper-plain, ...
         reference = _reference(row["variant"])
-        vanilla = next((r for r in rows if r["task"] == row["task"] and r["variant"] == reference), None)
+        vanilla = next(
+            (r for r in rows if (r["task"], r["budget"], r["variant"]) == (row["task"], row["budget"], reference)), None
+        )
         row["compared_with"] = None if vanilla is None else reference
         # the tuned vanilla row shows no difference in the table; a recipe's vanilla row none either
         itself = row["variant"] == reference
@@ -389,8 +406,8 @@ def _paired_cell(paired: Optional[Dict[str, Any]]) -> Tuple[str, str]:
 
 def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
     lines = [
-        "| task | variant | metric | mean ± std (×100) | Δ vs vanilla | paired Δ ± 95% CI [interval] | verdict | seeds | per seed | train s/run |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| task | budget | variant | metric | mean ± std (×100) | Δ vs vanilla | paired Δ ± 95% CI [interval] | verdict | seeds | per seed | train s/run |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         delta = "" if row["delta_vs_vanilla"] is None or row["variant"] == "vanilla" else f"{100 * row['delta_vs_vanilla']:+.2f}"
@@ -398,7 +415,7 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
         per_seed = ", ".join(f"{100 * s:.2f}" for s in row["scores"])
         spread = "n/a" if row["std"] is None else f"{100 * row['std']:.2f}"
         lines.append(
-            f"| {row['task']} | {VARIANT_LABELS.get(row['variant'], row['variant'])} | {row['metric']} "
+            f"| {row['task']} | {row['budget']} | {VARIANT_LABELS.get(row['variant'], row['variant'])} | {row['metric']} "
             f"| {100 * row['mean']:.2f} ± {spread} | {delta} | {paired} | {verdict} | {len(row['seeds'])} "
             f"| {per_seed} | {row['train_seconds_mean']:.0f} |"
         )
@@ -406,8 +423,21 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
 
 
 def read_records(records_dir: Path) -> List[Dict[str, Any]]:
-    """Every run record (seedN.json) under records_dir, in path order."""
-    return [json.loads(path.read_text(encoding="utf8")) for path in sorted(records_dir.glob("**/seed*.json"))]
+    """Every run record (seedN.json) under records_dir, in path order. Two
+    records of the same run (task, variant, seed and budget) raise E015:
+    pairing by seed could only use one of them."""
+    records = []
+    seen: Dict[Tuple[str, str, int, str], Path] = {}
+    for path in sorted(records_dir.glob("**/seed*.json")):
+        record = json.loads(path.read_text(encoding="utf8"))
+        key = (record["task"], record["variant"], record["seed"], budget_label(record))
+        if key in seen:
+            raise ValueError(Errors.E015.format(
+                task=key[0], variant=key[1], seed=key[2], budget=key[3], first=seen[key], second=path
+            ))
+        seen[key] = path
+        records.append(record)
+    return records
 
 
 def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
@@ -418,7 +448,7 @@ def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
     settings_lines = []
     for row in rows:
         shown = ", ".join(f"{k}={v}" for k, v in row["settings"].items() if not k.startswith("paths.t") and not k.startswith("paths.d"))
-        settings_lines.append(f"- {row['task']} / {row['variant']}: {shown}")
+        settings_lines.append(f"- {row['task']} / {row['budget']} / {row['variant']}: {shown}")
     transformers = sorted({r["settings"].get("paths.transformer", "") for r in records})
     text = (
         f"# Comparison ({len(records)} runs)\n\n"
