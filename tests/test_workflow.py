@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spacy_sla.research import experiments
-from spacy_sla.research.experiments import TRAIN_LOG, compare, summarize, training_curve
+from spacy_sla.research.experiments import TRAIN_LOG, budget_label, compare, summarize, training_curve
 from spacy_sla.research.intervals import paired_difference, t_quantile_975
 
 ROOT = Path(__file__).parent.parent
@@ -178,6 +178,11 @@ def test_runs_of_different_budgets_are_separate_rows_paired_within_their_budget(
         ("800 steps, minilm", "vanilla"), ("800 steps, minilm", "sla")]
     assert rows[1]["paired_vs_vanilla"]["differences"] == pytest.approx([0.05, 0.10])
     assert rows[3]["paired_vs_vanilla"]["differences"] == pytest.approx([-0.10, -0.20])
+    elsewhere = at(400, "sla", 0, 0.9)
+    elsewhere["settings"]["paths.dev"] = "corpus/cola-tune/dev.spacy"
+    assert budget_label(elsewhere) == "400 steps, minilm, dev cola-tune/dev.spacy"
+    records[2]["settings"]["paths.dev"] = "corpus/cola/dev.spacy"  # the task's own dev set: not named
+    assert budget_label(records[2]) == "400 steps, minilm"
 
 
 def test_two_records_of_one_run_are_a_coded_error(tmp_path):

@@ -322,14 +322,21 @@ def _row_order(key: Tuple[str, str, str]) -> Tuple[str, int, str, str, int, str]
 
 
 def budget_label(record: Dict[str, Any]) -> str:
-    """What makes runs comparable beyond task and variant: the step count and
-    the transformer, e.g. "400 steps, minilm". Runs with different budgets
-    are different rows and are never paired with each other."""
+    """What makes runs comparable beyond task and variant: the step count,
+    the transformer and, where it is not the task's usual corpus/TASK/dev.spacy,
+    the dev set, e.g. "400 steps, minilm" or "400 steps, minilm, dev
+    conll2003-tune/dev.spacy". Runs with different budgets are different rows
+    and are never paired with each other."""
     settings = record.get("settings", {})
     steps = settings.get("training.max_steps")
     label = f"{steps} steps" if steps is not None else "steps n/a"
     transformer = settings.get("paths.transformer")
-    return f"{label}, {Path(str(transformer)).name}" if transformer else label
+    if transformer:
+        label += f", {Path(str(transformer)).name}"
+    dev = settings.get("paths.dev")
+    if dev and Path(str(dev)).parent.name != record["task"]:
+        label += f", dev {Path(str(dev)).parent.name}/{Path(str(dev)).name}"
+    return label
 
 
 def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
