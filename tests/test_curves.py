@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from spacy_sla.research.curves import curves_by_task, plot_curves, read_records
+from spacy_sla.research.curves import curves_by_task, gains_table, last_interval_gains, plot_curves, read_records
 
 
 def record(task, variant, seed, curve):
@@ -32,6 +32,20 @@ def test_a_task_with_several_budgets_names_each_curve_with_its_budget():
         "cola": {("vanilla (400 steps)", 0): [(100, 0.1)], ("vanilla (800 steps)", 0): [(800, 0.3)]}}
 
 
+def test_the_last_interval_gain_says_whether_a_run_was_still_improving():
+    def run(seed, scores):
+        curve = [{"step": 100 * (i + 1), "score": s} for i, s in enumerate(scores)]
+        return dict(record("cola", "sla", seed, curve), settings={"training.max_steps": 300})
+
+    rows = last_interval_gains([run(0, [0.1, 0.2, 0.25]), run(1, [0.1, 0.3, 0.33]), run(2, [0.5]), RECORDS[0]])
+    assert [(row["variant"], row["seeds"]) for row in rows] == [("sla", [0, 1]), ("vanilla", [0])]
+    sla, vanilla = rows
+    assert sla["interval"] == (200, 300) and sla["gains"] == pytest.approx([0.05, 0.03])
+    assert sla["mean"] == pytest.approx(0.04) and sla["std"] == pytest.approx(0.0141421, abs=1e-6)
+    assert vanilla["gains"] == pytest.approx([0.21]) and vanilla["std"] is None  # 0 -> 200, score -0.01 -> 0.2
+    assert "| cola | 300 steps | sla | 200 → 300 | +4.00 ± 1.41 | 2 | +5.00, +3.00 |" in gains_table(rows)
+
+
 def test_the_figure_is_written_and_no_curve_is_a_clear_error(tmp_path):
     output = tmp_path / "figures" / "curves.png"
     plot_curves(curves_by_task(RECORDS), {"cola": "cats_mcc"}, output)
@@ -51,6 +65,7 @@ def test_the_cli_reads_records_from_a_directory(tmp_path):
                              str(output), "--seeds", "0"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert output.read_text().lstrip().startswith("<?xml")
+    assert "| cola | steps n/a | vanilla | 0 → 200 | +21.00 ± n/a | 1 | +21.00 |" in result.stdout
     empty = tmp_path / "empty"
     empty.mkdir()
     result = subprocess.run([sys.executable, "-m", "spacy", "sla", "curves", str(empty), "-o", str(output)],

@@ -9,7 +9,7 @@ from wasabi import msg
 
 from ..inspection import InspectionError
 from ..research.converters import READERS, ConversionError, convert
-from ..research.curves import curves_by_task, plot_curves, read_records
+from ..research.curves import curves_by_task, gains_table, last_interval_gains, plot_curves, read_records
 from ..research.experiments import (
     compare,
     evaluate_runs,
@@ -163,13 +163,16 @@ def curves_cli(
     seeds: str = Opt("", "--seeds", help="Comma-separated seeds to draw (default: all)"),
 ):
     """Learning curves: the dev score at every evaluation of each run, one
-    panel per task, to see whether a budget has converged."""
+    panel per task, to see whether a budget has converged; prints how much
+    the score still moved over each run's last evaluation interval (all
+    seeds, mean and sd per task, budget and variant)."""
     chosen = [int(value) for value in _split(seeds)] or None
     try:
         records = read_records(records_dir)
         plot_curves(curves_by_task(records, chosen), {r["task"]: r["metric"] for r in records}, output)
     except (ValueError, InspectionError) as error:
         msg.fail(str(error), exits=1)
+    print(gains_table(last_interval_gains(records)))
     msg.good(f"Wrote {output}")
 
 

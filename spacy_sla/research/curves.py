@@ -4,6 +4,7 @@ run, per task and variant, to show whether a budget has converged (issue 12).
 Both kinds of record carry a `curve` (a list of {"step", "score", ...}): the
 spaCy runs from `spacy train`'s log (research/experiments.training_curve),
 the plain fine-tune from its own evaluations (research/baseline)."""
+import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -62,3 +63,43 @@ def plot_curves(tasks: Dict[str, Dict[Tuple[str, int], Curve]], metrics: Dict[st
         axis.legend(fontsize=7)
     output.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(output, dpi=120)
+
+
+def last_interval_gains(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """How much the dev score still moved over the last evaluation interval
+    of each run (score at the last evaluation minus the one before), per
+    task, budget and variant: mean and sample sd over seeds. A budget has
+    converged where this is near 0 against the seed spread; a clearly
+    positive gain says the run stopped while still improving."""
+    groups: Dict[Tuple[str, str, str], List[Tuple[int, int, int, float]]] = {}
+    for record in records:
+        points = sorted((p["step"], p["score"]) for p in record.get("curve", []) if p.get("score") is not None)
+        if len(points) < 2:
+            continue
+        (before, before_score), (last, last_score) = points[-2], points[-1]
+        key = (record["task"], budget_label(record), record["variant"])
+        groups.setdefault(key, []).append((record["seed"], before, last, last_score - before_score))
+    rows = []
+    for (task, budget, variant), runs in sorted(groups.items()):
+        gains = [gain for _, _, _, gain in sorted(runs)]
+        intervals = sorted({(before, last) for _, before, last, _ in runs})
+        rows.append({
+            "task": task, "budget": budget, "variant": variant,
+            "interval": intervals[0] if len(intervals) == 1 else None,
+            "seeds": sorted(seed for seed, _, _, _ in runs), "gains": gains,
+            "mean": statistics.mean(gains), "std": statistics.stdev(gains) if len(gains) > 1 else None,
+        })
+    return rows
+
+
+def gains_table(rows: Sequence[Dict[str, Any]]) -> str:
+    """The rows of last_interval_gains as a markdown table, scores ×100."""
+    lines = ["| task | budget | variant | last interval | gain ×100, mean ± sd | seeds | per seed |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        interval = "varies" if row["interval"] is None else f"{row['interval'][0]} → {row['interval'][1]}"
+        spread = "n/a" if row["std"] is None else f"{100 * row['std']:.2f}"
+        per_seed = ", ".join(f"{100 * gain:+.2f}" for gain in row["gains"])
+        lines.append(f"| {row['task']} | {row['budget']} | {row['variant']} | {interval} "
+                     f"| {100 * row['mean']:+.2f} ± {spread} | {len(row['gains'])} | {per_seed} |")
+    return "\n".join(lines) + "\n"
