@@ -178,11 +178,12 @@ def test_runs_of_different_budgets_are_separate_rows_paired_within_their_budget(
         ("800 steps, minilm", "vanilla"), ("800 steps, minilm", "sla")]
     assert rows[1]["paired_vs_vanilla"]["differences"] == pytest.approx([0.05, 0.10])
     assert rows[3]["paired_vs_vanilla"]["differences"] == pytest.approx([-0.10, -0.20])
+    # scored on another dev set: its own row, named by its dev set, paired with nothing
     elsewhere = at(400, "sla", 0, 0.9)
     elsewhere["settings"]["paths.dev"] = "corpus/cola-tune/dev.spacy"
-    assert budget_label(elsewhere) == "400 steps, minilm, dev cola-tune/dev.spacy"
-    records[2]["settings"]["paths.dev"] = "corpus/cola/dev.spacy"  # the task's own dev set: not named
-    assert budget_label(records[2]) == "400 steps, minilm"
+    (row,) = [row for row in summarize(records + [elsewhere]) if row["scores"] == [0.9]]
+    assert row["budget"] == "400 steps, minilm, dev corpus/cola-tune/dev.spacy" and row["paired_vs_vanilla"] is None
+    assert budget_label(records[0]) == "400 steps, minilm"
 
 
 def test_two_records_of_one_run_are_a_coded_error(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..inspection import require_matplotlib
-from .experiments import budget_label, read_records  # noqa: F401  (the CLI reads records through this module)
+from .experiments import budget_labels, read_records  # noqa: F401  (the CLI reads records through this module)
 
 Curve = List[Tuple[int, float]]
 
@@ -22,17 +22,18 @@ def curves_by_task(
     task's score are left out. Where a task has runs of several budgets,
     the variant is named with its budget ("vanilla (800 steps, minilm)"), so
     that no curve hides another."""
+    labels = budget_labels(records)
     budgets: Dict[str, set] = {}
-    for record in records:
-        budgets.setdefault(record["task"], set()).add(budget_label(record))
+    for record, label in zip(records, labels):
+        budgets.setdefault(record["task"], set()).add(label)
     tasks: Dict[str, Dict[Tuple[str, int], Curve]] = {}
-    for record in records:
+    for record, label in zip(records, labels):
         if seeds is not None and record["seed"] not in seeds:
             continue
         points = [(point["step"], point["score"]) for point in record.get("curve", []) if point.get("score") is not None]
         variant = record["variant"]
         if len(budgets[record["task"]]) > 1:
-            variant = f"{variant} ({budget_label(record)})"
+            variant = f"{variant} ({label})"
         if points:
             tasks.setdefault(record["task"], {})[(variant, record["seed"])] = sorted(points)
     return tasks
@@ -72,12 +73,12 @@ def last_interval_gains(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any
     converged where this is near 0 against the seed spread; a clearly
     positive gain says the run stopped while still improving."""
     groups: Dict[Tuple[str, str, str], List[Tuple[int, int, int, float]]] = {}
-    for record in records:
+    for record, budget in zip(records, budget_labels(records)):
         points = sorted((p["step"], p["score"]) for p in record.get("curve", []) if p.get("score") is not None)
         if len(points) < 2:
             continue
         (before, before_score), (last, last_score) = points[-2], points[-1]
-        key = (record["task"], budget_label(record), record["variant"])
+        key = (record["task"], budget, record["variant"])
         groups.setdefault(key, []).append((record["seed"], before, last, last_score - before_score))
     rows = []
     for (task, budget, variant), runs in sorted(groups.items()):

@@ -321,22 +321,29 @@ def _row_order(key: Tuple[str, str, str]) -> Tuple[str, int, str, str, int, str]
     return task, steps, budget, recipe, rank, variant
 
 
-def budget_label(record: Dict[str, Any]) -> str:
-    """What makes runs comparable beyond task and variant: the step count,
-    the transformer and, where it is not the task's usual corpus/TASK/dev.spacy,
-    the dev set, e.g. "400 steps, minilm" or "400 steps, minilm, dev
-    conll2003-tune/dev.spacy". Runs with different budgets are different rows
-    and are never paired with each other."""
+def budget_label(record: Dict[str, Any], name_dev: bool = False) -> str:
+    """What makes runs comparable beyond task and variant: the step count and
+    the transformer, e.g. "400 steps, minilm"; with name_dev, also the dev
+    set ("400 steps, minilm, dev corpus/conll2003-tune/dev.spacy")."""
     settings = record.get("settings", {})
     steps = settings.get("training.max_steps")
     label = f"{steps} steps" if steps is not None else "steps n/a"
     transformer = settings.get("paths.transformer")
     if transformer:
         label += f", {Path(str(transformer)).name}"
-    dev = settings.get("paths.dev")
-    if dev and Path(str(dev)).parent.name != record["task"]:
-        label += f", dev {Path(str(dev)).parent.name}/{Path(str(dev)).name}"
+    if name_dev:
+        label += f", dev {settings.get('paths.dev', 'n/a')}"
     return label
+
+
+def budget_labels(records: Sequence[Dict[str, Any]]) -> List[str]:
+    """budget_label of each record, naming the dev set for the tasks whose
+    records were scored on more than one: runs with different budgets or dev
+    sets are different rows and are never paired with each other."""
+    dev_sets: Dict[str, set] = {}
+    for record in records:
+        dev_sets.setdefault(record["task"], set()).add(record.get("settings", {}).get("paths.dev"))
+    return [budget_label(record, name_dev=len(dev_sets[record["task"]]) > 1) for record in records]
 
 
 def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -344,8 +351,8 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     and the difference to the vanilla row of the same task, budget and recipe
     (paper-X: paper-vanilla)."""
     groups: Dict[Tuple[str, str, str], List[Dict[str, Any]]] = {}
-    for record in records:
-        groups.setdefault((record["task"], budget_label(record), record["variant"]), []).append(record)
+    for record, budget in zip(records, budget_labels(records)):
+        groups.setdefault((record["task"], budget, record["variant"]), []).append(record)
     rows = []
     for (task, budget, variant), group in sorted(groups.items(), key=lambda item: _row_order(item[0])):
         scores = [r["score"] for r in sorted(group, key=lambda r: r["seed"])]
@@ -437,7 +444,7 @@ def read_records(records_dir: Path) -> List[Dict[str, Any]]:
     seen: Dict[Tuple[str, str, int, str], Path] = {}
     for path in sorted(records_dir.glob("**/seed*.json")):
         record = json.loads(path.read_text(encoding="utf8"))
-        key = (record["task"], record["variant"], record["seed"], budget_label(record))
+        key = (record["task"], record["variant"], record["seed"], budget_label(record, name_dev=True))
         if key in seen:
             raise ValueError(Errors.E015.format(
                 task=key[0], variant=key[1], seed=key[2], budget=key[3], first=seen[key], second=path
