@@ -313,12 +313,14 @@ def _reference(variant: str) -> str:
     return f"{recipe}-vanilla" if recipe else "vanilla"
 
 
-def _row_order(key: Tuple[str, str, str]) -> Tuple[str, int, str, str, int, str]:
+def _row_order(key: Tuple[str, str, str], record: Dict[str, Any]) -> Tuple[str, int, str, str, int, str]:
+    """Task, then shorter budgets first (the step count of one of the row's
+    records), then vanilla and the paper's order of variants."""
     task, budget, variant = key
     recipe, base = _recipe(variant)
     rank = VARIANT_ORDER.index(base) if base in VARIANT_ORDER else len(VARIANT_ORDER)
-    steps = int(budget.split(" ", 1)[0]) if budget.split(" ", 1)[0].isdigit() else -1
-    return task, steps, budget, recipe, rank, variant
+    steps = record.get("settings", {}).get("training.max_steps")
+    return task, steps if isinstance(steps, int) else -1, budget, recipe, rank, variant
 
 
 def budget_label(record: Dict[str, Any], name_dev: bool = False) -> str:
@@ -354,7 +356,7 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     for record, budget in zip(records, budget_labels(records)):
         groups.setdefault((record["task"], budget, record["variant"]), []).append(record)
     rows = []
-    for (task, budget, variant), group in sorted(groups.items(), key=lambda item: _row_order(item[0])):
+    for (task, budget, variant), group in sorted(groups.items(), key=lambda item: _row_order(item[0], item[1][0])):
         scores = [r["score"] for r in sorted(group, key=lambda r: r["seed"])]
         rows.append({
             "task": task,
