@@ -15,6 +15,7 @@ from .masks import (
     WindowMask,
 )
 from .pipeline_component import SLATransformer, make_sla_transformer
+from .token_ner import TokenNER, make_token_ner
 from .training import corpora, heads, loggers, scorers  # noqa: F401  (registers functions)
 
 __all__ = [
@@ -28,8 +29,10 @@ __all__ = [
     "SoftThresholdBias",
     "SyntaxInputs",
     "SyntaxMask",
+    "TokenNER",
     "TreeDistanceBuckets",
     "WindowMask",
     "__version__",
     "make_sla_transformer",
+    "make_token_ner",
 ]

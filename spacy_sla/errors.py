@@ -111,3 +111,19 @@ class Errors(metaclass=ErrorsWithCodes):
         "seed, so it cannot use both. Delete or move the one that should not "
         "count (e.g. a copy kept for another table), then compare again."
     )
+    E016 = (
+        "Invalid label {label} for the '{name}' component (sla_token_ner): "
+        "add an entity type such as \"PER\", not a tag (\"B-PER\", \"O\") "
+        "or an empty string; the component adds the B- and I- tags itself."
+    )
+    E017 = (
+        "The loss of the '{name}' component (sla_token_ner) is NaN: the "
+        "model's scores overflowed. Lower the learning rate or check the "
+        "transformer's output for NaN values."
+    )
+    E018 = (
+        "The '{name}' component (sla_token_ner) has no entity types to "
+        "learn: the training examples carry no entities and no labels were "
+        "given. Check that the training corpus has doc.ents (e.g. `spacy "
+        "debug data`), or pass labels in [initialize.components.{name}]."
+    )

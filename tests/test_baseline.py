@@ -12,7 +12,7 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 from thinc.api import warmup_linear as thinc_warmup_linear
 
-from spacy_sla.research.baseline import BaselineSettings, bio_spans, run_baseline, warmup_linear, word_labels
+from spacy_sla.research.baseline import BaselineSettings, run_baseline, warmup_linear, word_labels
 from spacy_sla.research.experiments import compare
 
 RECORD_KEYS = {"task", "variant", "seed", "config", "settings", "overrides", "gpu_id", "train_seconds", "metric",
@@ -66,12 +66,6 @@ def test_the_schedule_is_thincs_warmup_linear():
     ours = [warmup_linear(step, 4, 10) for step in range(12)]
     assert ours == pytest.approx(list(itertools.islice(thinc_rates, 12)))
     assert ours[:5] == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0]) and ours[10] == 0.0
-
-
-def test_bio_tags_become_entities_as_conlleval_reads_them():
-    doc = Doc(Vocab(), words=["a", "b", "c", "d", "e", "f"])
-    spans = bio_spans(doc, ["B-PER", "I-PER", "I-LOC", "O", "I-ORG", "B-ORG"])
-    assert [(s.start, s.end, s.label_) for s in spans] == [(0, 2, "PER"), (2, 3, "LOC"), (4, 5, "ORG"), (5, 6, "ORG")]
 
 
 def test_word_labels_of_entities_and_tags():

@@ -29,13 +29,20 @@ def test_every_task_has_every_variant():
     assert {"ud_sla_gold", "ud_sgnet_gold", "ud_lisa_gold", "ud_softbias_gold"} <= names
 
 
-@pytest.mark.parametrize("recipe", ["", "paper-"])
-@pytest.mark.parametrize("task", ["cola", "conll2003", "fce"])
+RECIPE_PREFIXES = ("paper-", "tokens-")
+
+
+def recipe_of(path: Path) -> str:
+    variant = path.stem.split("_", 1)[1]
+    return next((prefix for prefix in RECIPE_PREFIXES if variant.startswith(prefix)), "")
+
+
+@pytest.mark.parametrize("task,recipe", [(task, recipe) for task in ("cola", "conll2003", "fce") for recipe in ("", "paper-")]
+                         + [("conll2003", "tokens-")])
 def test_variants_differ_only_in_the_transformer_component(task, recipe):
     configs = {
         path.stem.split("_", 1)[1]: Config().from_disk(path, interpolate=False) for path in CONFIGS
-        if path.stem.startswith(task + "_") and not path.stem.endswith("_gold")
-        and path.stem.split("_", 1)[1].startswith("paper-") == bool(recipe)
+        if path.stem.startswith(task + "_") and not path.stem.endswith("_gold") and recipe_of(path) == recipe
     }
     vanilla = configs.pop(recipe + "vanilla")
     for variant, config in configs.items():
@@ -75,11 +82,31 @@ def test_paper_configs_follow_the_authors_recipe(task):
         if task in ("cola", "sst2"):
             assert head == {"@architectures": "spacy-sla.TextCatCLS.v1", "exclusive_classes": True, "init_std": 0.02,
                             "dropout": 0.1, "grad_factor": 1.0, "upstream": "*", "nO": None}
+        elif task == "conll2003":  # run.py's token classifier on each word's first piece (sla_token_ner)
+            assert head is None and config["components"]["ner"]["factory"] == "sla_token_ner"
+            assert config["components"]["ner"]["model"]["tok2vec"]["pooling"] == {"@layers": "reduce_first.v1"}
+            assert config["components"]["ner"]["model"]["@architectures"] == "spacy-sla.Tagger.v1"
         else:
             assert head is None and config["components"] == tuned["components"]
         # everything else as in the tuned config
         for section in ("paths", "system", "nlp", "corpora", "initialize"):
             assert config[section] == tuned[section], (path.name, section)
+
+
+@pytest.mark.parametrize("variant", ["vanilla", "window", "sla"])
+def test_the_tokens_recipe_swaps_only_the_ner_head(variant):
+    tokens = Config().from_disk(ROOT / "configs" / f"conll2003_tokens-{variant}.cfg", interpolate=False)
+    tuned = Config().from_disk(ROOT / "configs" / f"conll2003_{variant}.cfg", interpolate=False)
+    ner = tokens["components"]["ner"]
+    assert ner["factory"] == "sla_token_ner" and ner["model"]["@architectures"] == "spacy-sla.Tagger.v1"
+    assert ner["model"]["init_std"] == 0.02
+    assert ner["model"]["tok2vec"] == tuned["components"]["ner"]["model"]["tok2vec"]  # the same listener and pooling
+    assert {k: v for k, v in tokens["components"].items() if k != "ner"} == \
+        {k: v for k, v in tuned["components"].items() if k != "ner"}
+    for section in ("paths", "system", "nlp", "corpora", "training", "initialize"):
+        assert tokens[section] == tuned[section], section
+    # only CoNLL-2003 has an NER head to swap
+    assert not [path.name for path in CONFIGS if "_tokens-" in path.name and not path.name.startswith("conll2003_")]
 
 
 def test_gold_syntax_configs_have_no_parser():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spacy_sla.research import experiments
-from spacy_sla.research.experiments import TRAIN_LOG, budget_label, compare, summarize, training_curve
+from spacy_sla.research.experiments import TRAIN_LOG, budget_label, compare, parity_rows, parity_table, summarize, training_curve
 from spacy_sla.research.intervals import paired_difference, t_quantile_975
 
 ROOT = Path(__file__).parent.parent
@@ -97,6 +97,30 @@ def test_a_recipes_variants_are_paired_with_the_vanilla_of_the_same_recipe():
     # without its recipe's vanilla a row is compared with nothing, not with the tuned vanilla
     (window,) = [row for row in summarize(records[:4] + [record("paper-window", 0, 0.1)]) if row["variant"] == "paper-window"]
     assert window["compared_with"] is None and window["paired_vs_vanilla"] is None and window["delta_vs_vanilla"] is None
+
+
+def test_parity_pairs_the_plain_fine_tune_with_each_vanilla_that_trains_as_it_does():
+    records = [record("vanilla", seed, score) for seed, score in ((0, 0.30), (1, 0.40), (2, 0.35))]
+    records += [record("tokens-vanilla", seed, score) for seed, score in ((0, 0.41), (1, 0.45), (2, 0.37))]
+    records += [record("tokens-sla", seed, 0.5) for seed in (0, 1, 2)]
+    records += [record("plain", seed, score) for seed, score in ((0, 0.40), (1, 0.50), (2, 0.45))]
+    records += [record("paper-vanilla", seed, 0.2) for seed in (0, 1)] + [record("paper-plain", 0, 0.3)]
+    rows = summarize(records)
+    tokens_sla = next(row for row in rows if row["variant"] == "tokens-sla")
+    assert tokens_sla["compared_with"] == "tokens-vanilla"
+    parity = {row["pipeline"]: row for row in parity_rows(rows)}
+    assert set(parity) == {"vanilla", "tokens-vanilla", "paper-vanilla"}
+    # plain − vanilla per seed: 0.10, 0.10, 0.10 (sd 0: the interval is the point)
+    vanilla = parity["vanilla"]["paired_plain_minus_pipeline"]
+    assert vanilla["differences"] == pytest.approx([0.10, 0.10, 0.10]) and vanilla["low"] == pytest.approx(0.10)
+    assert parity["vanilla"]["verdict"] == "plain fine-tune better" and parity["vanilla"]["plain"] == "plain"
+    # plain − tokens-vanilla: -0.01, 0.05, 0.08 -> mean 0.04, sd 0.0458, 4.303 * 0.0458 / sqrt(3) = 0.1138
+    tokens = parity["tokens-vanilla"]["paired_plain_minus_pipeline"]
+    assert tokens["mean"] == pytest.approx(0.04) and tokens["half_width"] == pytest.approx(0.11376, abs=1e-4)
+    assert parity["tokens-vanilla"]["verdict"] == "no gap shown"
+    assert parity["paper-vanilla"]["plain"] == "paper-plain" and parity["paper-vanilla"]["verdict"] == "not shown (n<2)"
+    table = parity_table(parity_rows(rows))
+    assert "| cola | 500 steps | tokens-vanilla | plain | 41.00 ± 4.00 | 45.00 ± 5.00 | +4.00 ± 11.38 [-7.38, +15.38] (n=3) | no gap shown |" in table
 
 
 def test_a_single_seed_has_no_spread():

@@ -35,13 +35,14 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
 import numpy
-from spacy.tokens import Doc, DocBin, Span
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+from ..token_ner import bio_spans
 from ..training.scorers import entity_score, error_detection_score, textcat_score
 from .tasks import TASKS
 
@@ -112,23 +113,6 @@ def word_labels(task: str, doc: Doc) -> List[str]:
     if task == "conll2003":
         return [f"{token.ent_iob_}-{token.ent_type_}" if token.ent_iob_ in ("B", "I") else "O" for token in doc]
     return [token.tag_ for token in doc]
-
-
-def bio_spans(doc: Doc, tags: Sequence[str]) -> List[Span]:
-    """Entities of predicted BIO tags, read as conlleval reads them: B-X, or
-    I-X after anything but B-X/I-X, starts an entity of type X."""
-    spans: List[Span] = []
-    start: Optional[int] = None
-    label = ""
-    for i, tag in enumerate(list(tags) + ["O"]):
-        prefix, _, kind = tag.partition("-")
-        continues = prefix == "I" and start is not None and kind == label
-        if start is not None and not continues:
-            spans.append(Span(doc, start, i, label=label))
-            start = None
-        if prefix in ("B", "I") and not continues:
-            start, label = i, kind
-    return spans
 
 
 def _batches(items: Sequence[Any], size: int, rng: random.Random) -> Iterator[List[Any]]:

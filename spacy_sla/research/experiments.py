@@ -22,7 +22,7 @@ from spacy.util import load_config
 from ..errors import Errors
 from ..files import write_atomically
 from .converters import CONVERTER_VERSION, convert
-from .intervals import paired_difference
+from .intervals import BETTER, NOT_SHOWN, WORSE, paired_difference
 from .tasks import TASKS, Task
 
 RUN_SETTINGS = "run.json"
@@ -296,7 +296,10 @@ def _run_command(command: List[str], log_path: Optional[Path]) -> None:
 VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "depscale", "sla-noneighbours", "sla-nopunct")
 # Training recipes other than the tuned one (configs/TASK_RECIPE-ATTENTION.cfg; `spacy sla baseline --variant
 # paper-plain`): a RECIPE-X row is compared with RECIPE-vanilla of its task, and follows the tuned rows.
-RECIPES = ("paper",)
+# "tokens" trains as the tuned configs do with another NER head (sla_token_ner), so its vanilla's plain
+# fine-tune is the tuned one.
+RECIPES = ("paper", "tokens")
+PLAIN_OF_RECIPE = {"": "plain", "tokens": "plain", "paper": "paper-plain"}
 
 
 def _recipe(variant: str) -> Tuple[str, str]:
@@ -393,6 +396,55 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return rows
 
 
+# A parity row's verdict on plain − pipeline, in the words of the question it answers.
+PARITY_VERDICTS = {BETTER: "plain fine-tune better", WORSE: "pipeline better", NOT_SHOWN: "no gap shown"}
+
+
+def parity_rows(rows: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The plain fine-tune against each spaCy vanilla pipeline of the same
+    task and budget that trains as it does (vanilla and tokens-vanilla
+    against plain, paper-vanilla against paper-plain): the seed-paired
+    difference plain − pipeline with its 95% t-interval. Parity is what makes
+    the variant comparisons worth reading (issue 12)."""
+    parity = []
+    for pipeline in rows:
+        recipe, base = _recipe(pipeline["variant"])
+        if base != "vanilla":
+            continue
+        plain = next((r for r in rows if (r["task"], r["budget"], r["variant"])
+                      == (pipeline["task"], pipeline["budget"], PLAIN_OF_RECIPE.get(recipe))), None)
+        if plain is None:
+            continue
+        paired = paired_difference(dict(zip(plain["seeds"], plain["scores"])),
+                                   dict(zip(pipeline["seeds"], pipeline["scores"])))
+        parity.append({
+            "task": pipeline["task"], "budget": pipeline["budget"], "metric": pipeline["metric"],
+            "pipeline": pipeline["variant"], "plain": plain["variant"],
+            "pipeline_mean": pipeline["mean"], "pipeline_std": pipeline["std"],
+            "plain_mean": plain["mean"], "plain_std": plain["std"],
+            "paired_plain_minus_pipeline": paired,
+            "verdict": PARITY_VERDICTS.get(paired["verdict"], paired["verdict"]),
+        })
+    return parity
+
+
+def parity_table(parity: Sequence[Dict[str, Any]]) -> str:
+    lines = [
+        "| task | budget | spaCy pipeline | plain fine-tune | pipeline mean ± std (×100) | plain mean ± std (×100) "
+        "| paired plain − pipeline ± 95% CI [interval] | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in parity:
+        paired, _ = _paired_cell(row["paired_plain_minus_pipeline"])
+        spreads = ["n/a" if std is None else f"{100 * std:.2f}" for std in (row["pipeline_std"], row["plain_std"])]
+        lines.append(
+            f"| {row['task']} | {row['budget']} | {row['pipeline']} | {row['plain']} "
+            f"| {100 * row['pipeline_mean']:.2f} ± {spreads[0]} | {100 * row['plain_mean']:.2f} ± {spreads[1]} "
+            f"| {paired} | {row['verdict']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _common_settings(group: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     """The settings all runs of a group share (the seed aside)."""
     shared = {k: v for k, v in group[0]["settings"].items() if k != "system.seed"}
@@ -461,6 +513,7 @@ def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
     table plus the run settings) and output_prefix.json."""
     records = read_records(metrics_dir)
     rows = summarize(records)
+    parity = parity_rows(rows)
     settings_lines = []
     for row in rows:
         shown = ", ".join(f"{k}={v}" for k, v in row["settings"].items() if not k.startswith("paths.t") and not k.startswith("paths.d"))
@@ -473,9 +526,12 @@ def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
         "verdict \"better\" or \"worse\" only where that interval excludes 0, \"not shown\" where it covers 0, "
         "\"not shown (n<2)\" with fewer than two paired seeds.\n\n"
         + markdown_table(rows)
+        + ("\nParity: the plain transformers fine-tune against each spaCy vanilla pipeline that trains as it does "
+           "(paired over seeds, plain − pipeline; \"no gap shown\" where the interval covers 0).\n\n"
+           + parity_table(parity) if parity else "")
         + "\nTransformer(s): " + ", ".join(transformers) + "\n\nSettings per row:\n" + "\n".join(settings_lines) + "\n"
     )
     output_prefix.parent.mkdir(parents=True, exist_ok=True)
     output_prefix.with_suffix(".md").write_text(text, encoding="utf8")
-    output_prefix.with_suffix(".json").write_text(json.dumps({"rows": rows, "runs": records}, indent=2), encoding="utf8")
+    output_prefix.with_suffix(".json").write_text(json.dumps({"rows": rows, "parity": parity, "runs": records}, indent=2), encoding="utf8")
     return rows

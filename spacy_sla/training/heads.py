@@ -15,11 +15,15 @@ random head trains the encoder from the first step.
 `spacy-sla.TextCatCLS.v1` classifies the [CLS] vector instead of mean-pooled
 tokens, as BERT fine-tunes do and as the paper's recipe (configs
 `*_paper-*.cfg`, docs/training.md) asks; its output layer starts the same way.
+
+`spacy-sla.Tagger.v1` is spaCy's `spacy.Tagger.v2` with the same random start
+of its softmax layer; `sla_token_ner` (NER as token classification) uses it.
 """
 from functools import partial
 from typing import Callable, List, Optional
 
 import numpy
+from spacy.ml.models.tagger import build_tagger_model
 from spacy.ml.models.textcat import NEG_VALUE, build_reduce_text_classifier, resize_and_set_ref
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -153,4 +157,22 @@ def build_cls_text_classifier(
     model.attrs["multi_label"] = not exclusive_classes
     if nO is not None:
         model.set_dim("nO", nO)
+    return model
+
+
+@registry.architectures("spacy-sla.Tagger.v1")
+def build_tagger_random_init(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    nO: Optional[int] = None,
+    normalize: bool = False,
+    init_std: float = BERT_INITIALIZER_RANGE,
+) -> Model[List[Doc], List[Floats2d]]:
+    """spaCy's Tagger.v2 (a softmax layer on each token's vector) with the
+    weights drawn from N(0, init_std²) instead of zeros, for the same reason as
+    TextCatReduce.v1 above: a zero layer hands the transformer no gradient at
+    the start. init_std = 0 gives spaCy's own zero start."""
+    model = build_tagger_model(tok2vec=tok2vec, nO=nO, normalize=normalize)
+    if init_std > 0:
+        output_layer = model.get_ref("output_layer")  # Softmax_v2
+        output_layer.init = partial(softmax_init, normal_init(init_std), zero_init)
     return model
