@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from spacy_sla.research import experiments
-from spacy_sla.research.experiments import TRAIN_LOG, budget_label, compare, parity_rows, parity_table, summarize, training_curve
+from spacy_sla.research.experiments import (
+    TRAIN_LOG,
+    budget_label,
+    compare,
+    parity_rows,
+    parity_table,
+    summarize,
+    training_curve,
+)
 from spacy_sla.research.intervals import paired_difference, t_quantile_975
 
 ROOT = Path(__file__).parent.parent
