@@ -139,3 +139,21 @@ def test_the_tagger_softmax_starts_random_not_at_zero():
     assert weights.shape == (2, 32) and 0.005 < float(weights.std()) < 0.05
     assert float(numpy.abs(tagger_output_layer("spacy.Tagger.v2").get_param("W")).max()) == 0.0
     assert float(numpy.abs(tagger_output_layer("spacy-sla.Tagger.v1", init_std=0.0).get_param("W")).max()) == 0.0
+
+
+def test_it_trains_on_a_transformer_through_a_listener(tiny_bert):
+    """The docs' way of adding it to a transformer pipeline (docs/training.md)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("transformer", config={"model": {"name": str(tiny_bert)}})
+    nlp.add_pipe("sla_token_ner", name="ner", config={"model": {"tok2vec": {
+        "@architectures": "spacy-transformers.TransformerListener.v1", "grad_factor": 1.0, "upstream": "*",
+        "pooling": {"@layers": "reduce_mean.v1"}}}})
+    examples = [example(nlp, words, entities) for words, entities in SENTENCES]
+    numpy.random.seed(0)
+    optimizer = nlp.initialize(lambda: examples)
+    first = nlp.update(examples, sgd=optimizer)["ner"]
+    for _ in range(5):
+        last = nlp.update(examples, sgd=optimizer)["ner"]
+    assert 0.0 < last < first
+    doc = nlp("Alice met Bob Smith in Paris .")
+    assert all(ent.label_ in ("PER", "LOC") for ent in doc.ents)
