@@ -17,7 +17,7 @@ LAYERS = [
     {"syntax_inputs"},
     {"layers"},
     {"gates"},
-    {"pipeline_component", "architectures"},
+    {"pipeline_component", "architectures", "token_ner"},
     {"inspection", "training"},
     {"research", "annotation", "_ray"},
     {"cli"},
