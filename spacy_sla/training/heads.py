@@ -48,6 +48,15 @@ def normal_init(std: float) -> Callable:
     return initialize
 
 
+def start_random(model: Model, init_std: float) -> Model:
+    """The model with its "output_layer" weights drawn from N(0, init_std²)
+    and zero biases when it is initialised; init_std = 0 leaves spaCy's
+    zero start."""
+    if init_std > 0:
+        model.get_ref("output_layer").init = partial(softmax_init, normal_init(init_std), zero_init)
+    return model
+
+
 @registry.architectures("spacy-sla.TextCatReduce.v1")
 def build_reduce_text_classifier_random_init(
     tok2vec: Model,
@@ -66,10 +75,7 @@ def build_reduce_text_classifier_random_init(
         tok2vec=tok2vec, exclusive_classes=exclusive_classes, use_reduce_first=use_reduce_first,
         use_reduce_last=use_reduce_last, use_reduce_max=use_reduce_max, use_reduce_mean=use_reduce_mean, nO=nO,
     )
-    if init_std > 0:
-        output_layer = model.get_ref("output_layer")  # Softmax (exclusive) or Linear (multi-label)
-        output_layer.init = partial(softmax_init, normal_init(init_std), zero_init)
-    return model
+    return start_random(model, init_std)  # its output layer: Softmax (exclusive) or Linear (multi-label)
 
 
 def trfs2cls(grad_factor: float = 1.0) -> Model[List[TransformerData], Floats2d]:
@@ -172,7 +178,4 @@ def build_tagger_random_init(
     TextCatReduce.v1 above: a zero layer hands the transformer no gradient at
     the start. init_std = 0 gives spaCy's own zero start."""
     model = build_tagger_model(tok2vec=tok2vec, nO=nO, normalize=normalize)
-    if init_std > 0:
-        output_layer = model.get_ref("output_layer")  # Softmax_v2
-        output_layer.init = partial(softmax_init, normal_init(init_std), zero_init)
-    return model
+    return start_random(model, init_std)  # its output layer: Softmax_v2
