@@ -127,3 +127,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "given. Check that the training corpus has doc.ents (e.g. `spacy "
         "debug data`), or pass labels in [initialize.components.{name}]."
     )
+    E019 = (
+        "Cannot compare the gates of {path}: {reason}. Give reports written "
+        "by `spacy sla gates MODEL DATA --compare OTHER` (two models each), "
+        "for models with the same SLA layers, e.g. an SLA and a window model "
+        "of the same seed."
+    )

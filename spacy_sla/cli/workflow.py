@@ -1,5 +1,6 @@
 """The commands behind the project workflows: convert, prepare, link-model,
-train, evaluate, experiment, compare, curves."""
+train, evaluate, experiment, compare, curves, gate-summary."""
+import json
 from pathlib import Path
 from typing import List, Optional, Union
 
@@ -18,6 +19,7 @@ from ..research.experiments import (
     prepared_corpus_is_current,
     train_run,
 )
+from ..research.gate_comparison import compare_gates, gate_tables, read_gate_pair
 from ..research.tasks import TASKS
 from ._app import sla_cli
 
@@ -174,6 +176,24 @@ def curves_cli(
         msg.fail(str(error), exits=1)
     print(gains_table(last_interval_gains(records)))
     msg.good(f"Wrote {output}")
+
+
+@sla_cli.command("gate-summary")
+def gate_summary_cli(
+    reports: List[Path] = Arg(..., help="JSON reports of `spacy sla gates MODEL DATA --compare OTHER`, one per seed", exists=True, dir_okay=False),
+    output: Optional[Path] = Opt(None, "--output", "-o", help="Also write the comparison as JSON"),
+):
+    """The gate analysis over seeds: per layer and over layers, the mean gate
+    of MODEL minus that of OTHER in every report, with the paired 95%
+    t-interval over the reports and a verdict (higher, lower, not shown)."""
+    try:
+        comparison = compare_gates([read_gate_pair(path) for path in reports])
+    except ValueError as error:
+        msg.fail(str(error), exits=1)
+    print(gate_tables(comparison))
+    if output is not None:
+        output.write_text(json.dumps(comparison, indent=2), encoding="utf8")
+        msg.good(f"Wrote {output}")
 
 
 @sla_cli.command("experiment", context_settings=OVERRIDES)
