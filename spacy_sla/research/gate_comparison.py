@@ -79,7 +79,7 @@ def compare_gates(pairs: Sequence[GatePair]) -> Dict[str, Any]:
         if pair.layers != layers:
             raise ValueError(Errors.E019.format(
                 path=pair.source, reason=f"its layers {pair.layers} differ from {pairs[0].source}'s {layers}"))
-    per_layer = [_interval([pair.differences[index] for pair in pairs]) for index in range(len(layers))]
+    per_layer = [_interval(column) for column in zip(*(pair.differences for pair in pairs))]
     return {
         "layers": layers,
         "per_layer": per_layer,
