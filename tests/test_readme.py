@@ -43,3 +43,18 @@ def test_the_quick_start_runs_offline_as_written(tmp_path):
     # the hidden states of 9 wordpieces ([CLS] the cat sat on the mat . [SEP]) and a 9 x 9 mask
     assert "torch.Size([1, 9, 384])" in result.stdout or "(1, 9, 384)" in result.stdout
     assert result.stdout.count("[") >= 9
+
+
+def relative_links(markdown_file: Path):
+    text = markdown_file.read_text(encoding="utf8")
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if not re.match(r"[a-z]+://", target) and not target.startswith("#"):
+            yield target.split("#")[0]
+
+
+@pytest.mark.parametrize(
+    "markdown_file", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda path: path.name
+)
+def test_every_relative_link_of_the_docs_names_a_file_that_exists(markdown_file):
+    missing = [link for link in relative_links(markdown_file) if not (markdown_file.parent / link).exists()]
+    assert missing == []
