@@ -5,7 +5,15 @@ import sys
 
 import pytest
 
-from spacy_sla.research.curves import curves_by_task, gains_table, last_interval_gains, plot_curves, read_records
+from spacy_sla.research.curves import (
+    curves_by_task,
+    gains_table,
+    last_interval_gains,
+    paired_by_step_table,
+    paired_differences_by_step,
+    plot_curves,
+    read_records,
+)
 
 
 def record(task, variant, seed, curve):
@@ -46,6 +54,33 @@ def test_the_last_interval_gain_says_whether_a_run_was_still_improving():
     assert "| cola | 300 steps | sla | 200 → 300 | +4.00 ± 1.41 | 2 | +5.00, +3.00 |" in gains_table(rows)
 
 
+def test_the_paired_difference_at_each_step_uses_the_seeds_that_evaluated_it_in_both_runs():
+    def run(variant, seed, scores):
+        curve = [{"step": step, "score": score} for step, score in scores.items()]
+        return dict(record("conll2003", variant, seed, curve), settings={"training.max_steps": 400})
+
+    records = [
+        run("vanilla", 0, {200: 0.50, 400: 0.80}), run("sla", 0, {200: 0.51, 400: 0.79}),
+        run("vanilla", 1, {200: 0.60, 400: 0.82}), run("sla", 1, {200: 0.62, 400: 0.80}),
+        run("vanilla", 2, {400: 0.84}), run("sla", 2, {200: 0.70, 400: 0.82}),
+        run("window", 0, {400: 0.9}),                     # one paired seed: no interval
+        run("plain", 0, {100: 0.3}),                      # no step in common with vanilla: no row
+    ]
+    rows = paired_differences_by_step(records)
+    assert [(row["variant"], row["step"], row["paired"]["seeds"]) for row in rows] == [
+        ("sla", 200, [0, 1]), ("sla", 400, [0, 1, 2]), ("window", 400, [0])]
+    at_200, at_400, window = (row["paired"] for row in rows)
+    # differences 0.01, 0.02: mean 0.015, sd 0.00707, t(1) = 12.706 -> half width 0.0635
+    assert at_200["mean"] == pytest.approx(0.015) and at_200["half_width"] == pytest.approx(0.06353, abs=1e-5)
+    # differences -0.01, -0.02, -0.02: mean -0.01667, sd 0.00577, t(2) = 4.303 -> [-0.0310, -0.0023]: worse
+    assert at_400["low"] == pytest.approx(-0.03101, abs=1e-5) and at_400["high"] == pytest.approx(-0.00232, abs=1e-5)
+    assert at_400["verdict"] == "worse" and window["verdict"] == "not shown (n<2)"
+    table = paired_by_step_table(rows)
+    assert "| conll2003 | 400 steps | sla − vanilla | 400 | -1.67 ± 1.43 [-3.10, -0.23] (n=3) | worse | -1.00, -2.00, -2.00 |" in table
+    assert "| window − vanilla | 400 | +10.00 (n=1) | not shown (n<2) | +10.00 |" in table
+    assert [row["variant"] for row in paired_differences_by_step(records, reference="sla")] == ["vanilla"] * 2 + ["window"]
+
+
 def test_the_figure_is_written_and_no_curve_is_a_clear_error(tmp_path):
     output = tmp_path / "figures" / "curves.png"
     plot_curves(curves_by_task(RECORDS), {"cola": "cats_mcc"}, output)
@@ -66,6 +101,9 @@ def test_the_cli_reads_records_from_a_directory(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert output.read_text().lstrip().startswith("<?xml")
     assert "| cola | steps n/a | vanilla | 0 → 200 | +21.00 ± n/a | 1 | +21.00 |" in result.stdout
+    # plain (step 100) and vanilla (steps 0, 200) share no evaluation step: a table without rows
+    assert "| task | budget | variant | step | paired Δ vs reference" in result.stdout
+    assert "− vanilla |" not in result.stdout
     empty = tmp_path / "empty"
     empty.mkdir()
     result = subprocess.run([sys.executable, "-m", "spacy", "sla", "curves", str(empty), "-o", str(output)],

@@ -10,7 +10,15 @@ from wasabi import msg
 
 from ..inspection import InspectionError
 from ..research.converters import READERS, ConversionError, convert
-from ..research.curves import curves_by_task, gains_table, last_interval_gains, plot_curves, read_records
+from ..research.curves import (
+    curves_by_task,
+    gains_table,
+    last_interval_gains,
+    paired_by_step_table,
+    paired_differences_by_step,
+    plot_curves,
+    read_records,
+)
 from ..research.experiments import (
     compare,
     evaluate_runs,
@@ -163,11 +171,14 @@ def curves_cli(
     records_dir: Path = Arg(..., help="Directory searched for run records (seedN.json)", exists=True, file_okay=False),
     output: Path = Opt(..., "--output", "-o", help="The figure to write (.png, .pdf or .svg)"),
     seeds: str = Opt("", "--seeds", help="Comma-separated seeds to draw (default: all)"),
+    reference: str = Opt("vanilla", "--reference", help="The variant the per-step paired differences are taken to"),
 ):
     """Learning curves: the dev score at every evaluation of each run, one
     panel per task, to see whether a budget has converged; prints how much
     the score still moved over each run's last evaluation interval (all
-    seeds, mean and sd per task, budget and variant)."""
+    seeds, mean and sd per task, budget and variant) and, at every
+    evaluation step, each variant's paired difference to the reference
+    with its 95% interval."""
     chosen = [int(value) for value in _split(seeds)] or None
     try:
         records = read_records(records_dir)
@@ -175,6 +186,7 @@ def curves_cli(
     except (ValueError, InspectionError) as error:
         msg.fail(str(error), exits=1)
     print(gains_table(last_interval_gains(records)))
+    print(paired_by_step_table(paired_differences_by_step(records, reference)))
     msg.good(f"Wrote {output}")
 
 

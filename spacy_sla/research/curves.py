@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..inspection import require_matplotlib
-from .experiments import budget_labels, read_records  # noqa: F401  (the CLI reads records through this module)
+from .experiments import VARIANT_LABELS, budget_labels, paired_cell, read_records  # noqa: F401  (read_records: the CLI's)
+from .intervals import paired_difference
 
 Curve = List[Tuple[int, float]]
 
@@ -103,4 +104,43 @@ def gains_table(rows: Sequence[Dict[str, Any]]) -> str:
         per_seed = ", ".join(f"{100 * gain:+.2f}" for gain in row["gains"])
         lines.append(f"| {row['task']} | {row['budget']} | {row['variant']} | {interval} "
                      f"| {100 * row['mean']:+.2f} ± {spread} | {len(row['gains'])} | {per_seed} |")
+    return "\n".join(lines) + "\n"
+
+
+def paired_differences_by_step(records: Sequence[Dict[str, Any]], reference: str = "vanilla") -> List[Dict[str, Any]]:
+    """Where along the schedule two variants part: at every evaluation step,
+    the paired difference variant − reference over the seeds that evaluated
+    that step in both runs (same task and budget), with its 95% t-interval
+    and verdict. A difference that appears early and fades by the last step
+    (or the reverse) shows here, with its uncertainty, where the final
+    scores alone would hide it."""
+    scores: Dict[Tuple[str, str, str], Dict[int, Dict[int, float]]] = {}
+    for record, budget in zip(records, budget_labels(records)):
+        by_step = scores.setdefault((record["task"], budget, record["variant"]), {})
+        for point in record.get("curve", []):
+            if point.get("score") is not None:
+                by_step.setdefault(point["step"], {})[record["seed"]] = point["score"]
+    rows = []
+    for (task, budget, variant), by_step in sorted(scores.items()):
+        baseline = scores.get((task, budget, reference))
+        if variant == reference or baseline is None:
+            continue
+        for step in sorted(set(by_step) & set(baseline)):
+            paired = paired_difference(by_step[step], baseline[step])
+            if paired["n"]:
+                rows.append({"task": task, "budget": budget, "variant": variant, "reference": reference,
+                             "step": step, "paired": paired})
+    return rows
+
+
+def paired_by_step_table(rows: Sequence[Dict[str, Any]]) -> str:
+    """The rows of paired_differences_by_step as a markdown table, ×100."""
+    lines = ["| task | budget | variant | step | paired Δ vs reference ± 95% CI [interval] | verdict | per seed |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        cell, verdict = paired_cell(row["paired"])
+        per_seed = ", ".join(f"{100 * difference:+.2f}" for difference in row["paired"]["differences"])
+        variant = VARIANT_LABELS.get(row["variant"], row["variant"])
+        lines.append(f"| {row['task']} | {row['budget']} | {variant} − {row['reference']} | {row['step']} "
+                     f"| {cell} | {verdict} | {per_seed} |")
     return "\n".join(lines) + "\n"

@@ -435,7 +435,7 @@ def parity_table(parity: Sequence[Dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in parity:
-        paired, _ = _paired_cell(row["paired_plain_minus_pipeline"])
+        paired, _ = paired_cell(row["paired_plain_minus_pipeline"])
         spreads = ["n/a" if std is None else f"{100 * std:.2f}" for std in (row["pipeline_std"], row["plain_std"])]
         lines.append(
             f"| {row['task']} | {row['budget']} | {row['pipeline']} | {row['plain']} "
@@ -460,7 +460,7 @@ def _common_settings(group: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
 VARIANT_LABELS = {"plain": "plain fine-tune", "paper-plain": "paper-plain (plain fine-tune, paper's recipe)"}
 
 
-def _paired_cell(paired: Optional[Dict[str, Any]]) -> Tuple[str, str]:
+def paired_cell(paired: Optional[Dict[str, Any]]) -> Tuple[str, str]:
     """(paired Δ with its 95% interval and n, verdict) for the table, ×100."""
     if paired is None:
         return "", ""
@@ -479,7 +479,7 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
     ]
     for row in rows:
         delta = "" if row["delta_vs_vanilla"] is None or row["variant"] == "vanilla" else f"{100 * row['delta_vs_vanilla']:+.2f}"
-        paired, verdict = _paired_cell(row.get("paired_vs_vanilla"))
+        paired, verdict = paired_cell(row.get("paired_vs_vanilla"))
         per_seed = ", ".join(f"{100 * s:.2f}" for s in row["scores"])
         spread = "n/a" if row["std"] is None else f"{100 * row['std']:.2f}"
         lines.append(
