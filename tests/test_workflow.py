@@ -18,6 +18,7 @@ from spacy_sla.research.experiments import (
     parity_table,
     summarize,
     training_curve,
+    with_final_score,
 )
 from spacy_sla.research.intervals import paired_difference, t_quantile_975
 
@@ -65,6 +66,14 @@ def test_the_training_curve_reads_spacys_log_as_fractions(tmp_path):
     ]
     assert training_curve(log, "cats_accuracy")[1]["score"] is None
     assert training_curve(tmp_path / "missing.jsonl", "cats_mcc") == []
+
+
+def test_a_curve_ends_at_the_last_model_when_the_budget_is_no_multiple_of_the_evaluation_frequency():
+    curve = [{"step": 0, "score": 0.0, "losses": {}}, {"step": 1000, "score": 0.16, "losses": {}}]
+    assert with_final_score(curve, 1070, 0.17) == [*curve, {"step": 1070, "score": 0.17, "losses": None}]
+    assert with_final_score(curve, 1000, 0.17) == curve          # spaCy evaluated the last step itself
+    assert with_final_score(curve, None, 0.17) == curve          # a record without its budget
+    assert with_final_score([], 1070, 0.17) == []                # trained without the log: no curve at all
 
 
 def record(variant, seed, score, task="cola"):

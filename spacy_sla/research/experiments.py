@@ -255,9 +255,10 @@ def evaluate_run(
     )
     scores = json.loads(scores_file.read_text(encoding="utf8"))
     metric = TASKS[task].metric
+    curve = with_final_score(training_curve(run_dir / TRAIN_LOG, metric),
+                             run.get("settings", {}).get("training.max_steps"), scores[metric])
     record = {**run, "metric": metric, "score": scores[metric], "scores": scores,
-              "evaluated_on": str(corpus_dir / "dev.spacy"), "model": str(run_dir / "model-last"),
-              "curve": training_curve(run_dir / TRAIN_LOG, metric)}
+              "evaluated_on": str(corpus_dir / "dev.spacy"), "model": str(run_dir / "model-last"), "curve": curve}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(record, indent=2), encoding="utf8")
     return record
@@ -277,6 +278,17 @@ def training_curve(train_log: Path, metric: str) -> List[Dict[str, Any]]:
             curve.append({"step": entry["step"], "score": None if score is None else score / 100,
                           "losses": entry["losses"]})
     return curve
+
+
+def with_final_score(curve: List[Dict[str, Any]], max_steps: Optional[int], score: float) -> List[Dict[str, Any]]:
+    """The curve ending at the last model: `spacy train` evaluates only at
+    multiples of eval_frequency, so a budget that is not one (the paper
+    recipe's 1,070 steps, evaluated every 200) would end its curve at step
+    1,000 while the record scores the model of step 1,070. The plain
+    fine-tune's curve ends at max_steps too, so both kinds compare alike."""
+    if not curve or max_steps is None or curve[-1]["step"] >= max_steps:
+        return curve
+    return [*curve, {"step": max_steps, "score": score, "losses": None}]
 
 
 def _run_command(command: List[str], log_path: Optional[Path]) -> None:
