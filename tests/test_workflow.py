@@ -2,7 +2,9 @@
 two training steps: what the README's main job runs, on a copy of the
 project."""
 import json
+import math
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +22,7 @@ from spacy_sla.research.experiments import (
     training_curve,
     with_final_score,
 )
-from spacy_sla.research.intervals import paired_difference, t_quantile_975
+from spacy_sla.research.intervals import holm_adjusted, paired_difference, t_quantile_975
 
 ROOT = Path(__file__).parent.parent
 
@@ -155,7 +157,7 @@ def test_compare_writes_markdown_and_json(tmp_path):
         path.write_text(json.dumps(record(variant, seed, score)))
     compare(tmp_path / "metrics", tmp_path / "out" / "comparison")
     markdown = (tmp_path / "out" / "comparison.md").read_text()
-    assert "| cola | 500 steps | window | cats_mcc | 20.00 ± n/a | -5.00 | -5.00 (n=1) | not shown (n<2) | 1 | 20.00 | 10 |" in markdown
+    assert "| cola | 500 steps | window | cats_mcc | 20.00 ± n/a | -5.00 | -5.00 (n=1) | not shown (n<2) |  | 1 | 20.00 | 10 |" in markdown
     assert len(json.loads((tmp_path / "out" / "comparison.json").read_text())["runs"]) == 2
 
 
@@ -178,11 +180,28 @@ def test_verdicts_follow_the_interval_and_the_paired_seeds():
 
 
 def test_t_quantiles():
-    assert t_quantile_975(1) == 12.706 and t_quantile_975(2) == 4.303 and t_quantile_975(4) == 2.776
-    assert t_quantile_975(35) == t_quantile_975(30) == 2.042  # the next smaller tabulated df: never narrower
-    assert t_quantile_975(1000) == 1.960
+    # Student's t table, two-sided 95%
+    assert [round(t_quantile_975(df), 3) for df in (1, 2, 4, 30)] == [12.706, 4.303, 2.776, 2.042]
+    assert t_quantile_975(10_000) == pytest.approx(1.960, abs=1e-3)
     with pytest.raises(ValueError):
         t_quantile_975(0)
+
+
+def test_p_value_matches_a_hand_computation():
+    # differences 1, 2, 3: t = 2 / (1 / sqrt(3)) = 2 sqrt(3); with 2 df the two-sided p is 1 - t / sqrt(t^2 + 2)
+    paired = paired_difference({0: 11.0, 1: 12.0, 2: 13.0}, {0: 10.0, 1: 10.0, 2: 10.0})
+    t = 2 * math.sqrt(3)
+    assert paired["p_value"] == pytest.approx(1 - t / math.sqrt(t * t + 2))  # 0.0742: interval covers 0
+    assert paired_difference({0: 1.0, 1: 1.0}, {0: 1.0, 1: 1.0})["p_value"] == 1.0  # no spread, no difference
+    assert paired_difference({0: 2.0, 1: 2.0}, {0: 1.0, 1: 1.0})["p_value"] == 0.0  # no spread, a difference
+    assert paired_difference({0: 2.0}, {0: 1.0})["p_value"] is None
+
+
+def test_holm_adjustment_matches_a_hand_computation():
+    # sorted 0.005, 0.01, 0.03, 0.04 -> x4, x3, x2, x1 = 0.02, 0.03, 0.06, 0.04 -> running max 0.02, 0.03, 0.06, 0.06
+    assert holm_adjusted([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm_adjusted([0.5, 0.9]) == [1.0, 1.0]
+    assert holm_adjusted([]) == []
 
 
 def test_records_round_trip_through_compare(tmp_path):
@@ -205,7 +224,14 @@ def test_records_round_trip_through_compare(tmp_path):
     assert len(saved["runs"]) == 9 and [row["variant"] for row in saved["rows"]] == ["vanilla", "plain", "sla"]
     markdown = (tmp_path / "out" / "comparison.md").read_text()
     assert "| cola | 500 steps | plain fine-tune | cats_mcc | 30.50 ± 0.71 | +10.50 | +15.50 ± " in markdown
-    assert "| cola | 500 steps | sla | cats_mcc | 40.00 ± 34.44 | +20.00 | +3.33 ± 3.79 [-0.46, +7.13] (n=3) | not shown |" in markdown
+    assert "| cola | 500 steps | sla | cats_mcc | 40.00 ± 34.44 | +20.00 | +3.33 ± 3.79 [-0.46, +7.13] (n=3) | not shown | 0.063 (0.127) |" in markdown
+    # Holm over the table's two comparisons, from the t distributions' closed forms with 2 df (sla) and 1 df (plain)
+    t_sla = (0.10 / 3) / (statistics.stdev([0.02, 0.05, 0.03]) / math.sqrt(3))
+    t_plain = 0.155 / (statistics.stdev([0.20, 0.11]) / math.sqrt(2))
+    p_sla, p_plain = 1 - t_sla / math.sqrt(t_sla ** 2 + 2), 1 - 2 / math.pi * math.atan(t_plain)
+    assert (sla["p_value"], sla["p_holm"], sla["family_size"]) == (pytest.approx(p_sla), pytest.approx(2 * p_sla), 2)
+    assert rows["plain"]["paired_vs_vanilla"]["p_holm"] == pytest.approx(max(2 * p_sla, p_plain))
+    assert "Holm's adjustment over all 2 paired comparisons" in markdown
 
 
 def test_runs_of_different_budgets_are_separate_rows_paired_within_their_budget():

@@ -22,7 +22,7 @@ from spacy.util import load_config
 from ..errors import Errors
 from ..files import write_atomically
 from .converters import CONVERTER_VERSION, convert
-from .intervals import BETTER, NOT_SHOWN, WORSE, paired_difference
+from .intervals import BETTER, NOT_SHOWN, WORSE, holm_adjusted, paired_difference
 from .tasks import TASKS, Task
 
 RUN_SETTINGS = "run.json"
@@ -405,7 +405,21 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
             None if vanilla is None or itself
             else paired_difference(dict(zip(row["seeds"], row["scores"])), dict(zip(vanilla["seeds"], vanilla["scores"])))
         )
+    adjust_for_multiple_comparisons(rows)
     return rows
+
+
+def adjust_for_multiple_comparisons(rows: Sequence[Dict[str, Any]]) -> None:
+    """Add to every paired comparison with a p-value its Holm-adjusted p over
+    the whole table (the family: every variant − vanilla comparison of every
+    task and budget), and the family's size. With twenty-odd comparisons one
+    interval excluding 0 by chance is likely; the adjusted p says whether a
+    "better" or "worse" survives that."""
+    family = [row["paired_vs_vanilla"] for row in rows
+              if row.get("paired_vs_vanilla") is not None and row["paired_vs_vanilla"]["p_value"] is not None]
+    for paired, adjusted in zip(family, holm_adjusted([paired["p_value"] for paired in family])):
+        paired["p_holm"] = adjusted
+        paired["family_size"] = len(family)
 
 
 # A parity row's verdict on plain − pipeline, in the words of the question it answers.
@@ -484,10 +498,19 @@ def paired_cell(paired: Optional[Dict[str, Any]]) -> Tuple[str, str]:
             f"[{100 * paired['low']:+.2f}, {100 * paired['high']:+.2f}] (n={paired['n']})", paired["verdict"])
 
 
+def p_value_cell(paired: Optional[Dict[str, Any]]) -> str:
+    """"p (Holm-adjusted p)" of a paired comparison, or nothing without one."""
+    if paired is None or paired.get("p_value") is None:
+        return ""
+    holm = paired.get("p_holm")
+    return f"{paired['p_value']:.3f}" + ("" if holm is None else f" ({holm:.3f})")
+
+
 def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
     lines = [
-        "| task | budget | variant | metric | mean ± std (×100) | Δ vs vanilla | paired Δ ± 95% CI [interval] | verdict | seeds | per seed | train s/run |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| task | budget | variant | metric | mean ± std (×100) | Δ vs vanilla | paired Δ ± 95% CI [interval] | verdict "
+        "| p (Holm) | seeds | per seed | train s/run |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         delta = "" if row["delta_vs_vanilla"] is None or row["variant"] == "vanilla" else f"{100 * row['delta_vs_vanilla']:+.2f}"
@@ -496,7 +519,8 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
         spread = "n/a" if row["std"] is None else f"{100 * row['std']:.2f}"
         lines.append(
             f"| {row['task']} | {row['budget']} | {VARIANT_LABELS.get(row['variant'], row['variant'])} | {row['metric']} "
-            f"| {100 * row['mean']:.2f} ± {spread} | {delta} | {paired} | {verdict} | {len(row['seeds'])} "
+            f"| {100 * row['mean']:.2f} ± {spread} | {delta} | {paired} | {verdict} "
+            f"| {p_value_cell(row.get('paired_vs_vanilla'))} | {len(row['seeds'])} "
             f"| {per_seed} | {row['train_seconds_mean']:.0f} |"
         )
     return "\n".join(lines) + "\n"
@@ -520,6 +544,11 @@ def read_records(records_dir: Path) -> List[Dict[str, Any]]:
     return records
 
 
+def _family_size(rows: Sequence[Dict[str, Any]]) -> int:
+    return next((row["paired_vs_vanilla"]["family_size"] for row in rows
+                 if row.get("paired_vs_vanilla") and "family_size" in row["paired_vs_vanilla"]), 0)
+
+
 def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
     """Aggregate every record under metrics_dir into output_prefix.md (a
     table plus the run settings) and output_prefix.json."""
@@ -536,7 +565,10 @@ def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
         "Scores of the last model of each run on the dev set, ×100: mean ± sample standard deviation over seeds (n/a for a single seed). "
         "Paired Δ: the mean of the per-seed differences to vanilla over the seeds both have, ± the half-width of its 95% t-interval; "
         "verdict \"better\" or \"worse\" only where that interval excludes 0, \"not shown\" where it covers 0, "
-        "\"not shown (n<2)\" with fewer than two paired seeds.\n\n"
+        "\"not shown (n<2)\" with fewer than two paired seeds. "
+        "p: the paired t-test's two-sided p-value (below 0.05 exactly where the interval excludes 0); in brackets "
+        "Holm's adjustment over all " + str(_family_size(rows)) + " paired comparisons of the table: below 0.05, a verdict "
+        "survives the number of comparisons made.\n\n"
         + markdown_table(rows)
         + ("\nParity: the plain transformers fine-tune against each spaCy vanilla pipeline that trains as it does "
            "(paired over seeds, plain − pipeline; \"no gap shown\" where the interval covers 0).\n\n"

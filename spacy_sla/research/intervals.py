@@ -1,58 +1,68 @@
 """Paired differences between two variants over the seeds both were run
-with, and their 95% t-intervals, for the comparison table.
+with, their 95% t-intervals and p-values, and the Holm adjustment of a
+family of such comparisons, for the comparison table.
 
 A seed fixes the data order and the new layers' initialisation for every
 variant alike, so the per-seed differences (variant − vanilla) are paired
 and their spread is smaller than the spread of either variant alone. The
 interval is mean ± t_{0.975, n−1} · sd / √n of the n differences (sd: sample
-standard deviation). The t quantiles come from the table below (scipy is
-not a dependency of this project).
+standard deviation); the p-value is that of the same paired t-test (H0: the
+mean difference is 0), so "the interval excludes 0" and "p < 0.05" agree.
 """
 import math
 import statistics
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
-# Two-sided 95% quantiles of Student's t, t_{0.975, df}, to three decimals.
-T_975: Dict[int, float] = {
-    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-    11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086,
-    21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042,
-    40: 2.021, 60: 2.000, 120: 1.980,
-}
-NORMAL_975 = 1.960
+from scipy import stats
 
 BETTER, WORSE, NOT_SHOWN, TOO_FEW = "better", "worse", "not shown", "not shown (n<2)"
+ALPHA = 0.05
 
 
 def t_quantile_975(df: int) -> float:
-    """t_{0.975, df}; between tabulated degrees of freedom the value of the
-    next smaller one (slightly wider intervals, never narrower), beyond
-    120 the normal quantile."""
+    """t_{0.975, df}, the quantile of a two-sided 95% interval."""
     if df < 1:
         raise ValueError(f"A t quantile needs at least 1 degree of freedom, got {df}")
-    if df > 120:
-        return NORMAL_975
-    return T_975[max(known for known in T_975 if known <= df)]
+    return float(stats.t.ppf(1 - ALPHA / 2, df))
 
 
 def paired_difference(scores: Dict[int, float], baseline: Dict[int, float]) -> Dict[str, Optional[object]]:
     """Differences scores[seed] − baseline[seed] over the seeds both have:
-    their mean, sample sd, the 95% t-interval and a verdict ("better",
-    "worse": the interval excludes 0; "not shown": it covers 0; "not shown
-    (n<2)": fewer than two paired seeds, so no interval)."""
+    their mean, sample sd, the 95% t-interval, the two-sided p-value and a
+    verdict ("better", "worse": the interval excludes 0; "not shown": it
+    covers 0; "not shown (n<2)": fewer than two paired seeds, so no
+    interval)."""
     seeds: List[int] = sorted(set(scores) & set(baseline))
     differences = [scores[seed] - baseline[seed] for seed in seeds]
     result: Dict[str, Optional[object]] = {
         "seeds": seeds, "n": len(seeds), "differences": differences,
         "mean": statistics.mean(differences) if differences else None,
-        "sd": None, "half_width": None, "low": None, "high": None, "verdict": TOO_FEW,
+        "sd": None, "half_width": None, "low": None, "high": None, "p_value": None, "verdict": TOO_FEW,
     }
     if len(differences) < 2:
         return result
     mean = statistics.mean(differences)
     sd = statistics.stdev(differences)
-    half_width = t_quantile_975(len(differences) - 1) * sd / math.sqrt(len(differences))
+    df = len(differences) - 1
+    standard_error = sd / math.sqrt(len(differences))
+    half_width = t_quantile_975(df) * standard_error
     low, high = mean - half_width, mean + half_width
+    # Identical differences: no spread, so the mean is exact (p = 1 if it is 0, else 0).
+    p_value = (1.0 if mean == 0 else 0.0) if standard_error == 0 else float(2 * stats.t.sf(abs(mean) / standard_error, df))
     verdict = BETTER if low > 0 else WORSE if high < 0 else NOT_SHOWN
-    result.update({"sd": sd, "half_width": half_width, "low": low, "high": high, "verdict": verdict})
+    result.update({"sd": sd, "half_width": half_width, "low": low, "high": high, "p_value": p_value, "verdict": verdict})
     return result
+
+
+def holm_adjusted(p_values: Sequence[float]) -> List[float]:
+    """Holm's step-down adjustment of a family of p-values, in their input
+    order: the k-th smallest of m is multiplied by (m − k + 1), then made
+    non-decreasing in that order and capped at 1. An adjusted p below 0.05
+    keeps the family's chance of any false "better"/"worse" under 5%."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running_max = 0.0
+    for rank, index in enumerate(order):
+        running_max = max(running_max, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running_max
+    return adjusted
