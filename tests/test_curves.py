@@ -9,6 +9,7 @@ from spacy_sla.research.curves import (
     curves_by_task,
     gains_table,
     last_interval_gains,
+    line_styles,
     paired_by_step_table,
     paired_differences_by_step,
     plot_curves,
@@ -79,6 +80,21 @@ def test_the_paired_difference_at_each_step_uses_the_seeds_that_evaluated_it_in_
     assert "| conll2003 | 400 steps | sla − vanilla | 400 | -1.67 ± 1.43 [-3.10, -0.23] (n=3) | worse | -1.00, -2.00, -2.00 |" in table
     assert "| window − vanilla | 400 | +10.00 (n=1) | not shown (n<2) | +10.00 |" in table
     assert [row["variant"] for row in paired_differences_by_step(records, reference="sla")] == ["vanilla"] * 2 + ["window"]
+
+
+def test_each_attention_variant_keeps_its_colour_and_each_budget_has_its_line_style():
+    variants = ["vanilla", "plain", "sla", "window", "sgnet", "lisa", "softbias", "softthreshold", "depscale",
+                "sla-noneighbours", "sla-nopunct"]  # the listed kinds first, then the others by name
+    labels = [f"{variant} (400 steps, minilm)" for variant in variants]
+    labels += ["vanilla (1200 steps, minilm)", "paper-sla (1070 steps, minilm)"]
+    styles = line_styles(labels)
+    assert [styles[f"{variant} (400 steps, minilm)"][0] for variant in variants] == list(range(11))  # C0.. first
+    # the longest budget solid, the next dashed, the shortest dotted; a recipe's variant in its kind's colour
+    assert styles["vanilla (1200 steps, minilm)"] == (0, "-")
+    assert styles["paper-sla (1070 steps, minilm)"] == (2, "--")
+    assert styles["sla (400 steps, minilm)"] == (2, ":")
+    # one budget; the colours count the kinds present
+    assert line_styles(["window", "vanilla"]) == {"vanilla": (0, "-"), "window": (1, "-")}
 
 
 def test_the_figure_is_written_and_no_curve_is_a_clear_error(tmp_path):

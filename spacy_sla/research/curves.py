@@ -40,29 +40,67 @@ def curves_by_task(
     return tasks
 
 
+# The attention variants in the order they get the most distinct colours (tab10's, then tab20's light ones).
+COLOUR_ORDER = ("vanilla", "plain", "sla", "window", "sgnet", "lisa", "softbias", "softthreshold", "depscale")
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def line_styles(labels: Sequence[str]) -> Dict[str, Tuple[int, str]]:
+    """{curve label: (colour index, line style)}. One colour per attention
+    variant, whatever its recipe or budget ("sla", "paper-sla" and "sla
+    (1200 steps, minilm)" share it), one line style per budget, solid for
+    the longest, so that a dozen variants in a panel stay apart."""
+    def split(label: str) -> Tuple[str, str]:
+        variant, _, budget = label.partition(" (")
+        for recipe in ("paper-", "tokens-"):
+            variant = variant[len(recipe):] if variant.startswith(recipe) else variant
+        return variant, budget
+
+    def steps(budget: str) -> int:
+        head = budget.split(" ", 1)[0]
+        return int(head) if head.isdigit() else 0
+
+    kinds = sorted({split(label)[0] for label in labels},
+                   key=lambda kind: (COLOUR_ORDER.index(kind) if kind in COLOUR_ORDER else len(COLOUR_ORDER), kind))
+    budgets = sorted({split(label)[1] for label in labels}, key=lambda budget: (-steps(budget), budget))
+    return {
+        label: (kinds.index(split(label)[0]), LINE_STYLES[budgets.index(split(label)[1]) % len(LINE_STYLES)])
+        for label in labels
+    }
+
+
+def _colour(index: int) -> Any:
+    import matplotlib
+
+    if index < 10:
+        return matplotlib.colormaps["tab10"](index)
+    return matplotlib.colormaps["tab20"]((2 * (index - 10) + 1) % 20)
+
+
 def plot_curves(tasks: Dict[str, Dict[Tuple[str, int], Curve]], metrics: Dict[str, str], output: Path) -> None:
     """One panel per task: the dev score ×100 against the step, a line per
-    variant and seed (one colour per variant, one marker per seed)."""
+    variant and seed (one colour per variant, one line style per budget, one
+    marker per seed)."""
     if not tasks:
         raise ValueError("No record with a learning curve: runs of `spacy sla train` and `spacy sla baseline` "
                          "record one when they evaluate during training (--eval-frequency)")
     new_figure = require_matplotlib()
-    figure = new_figure(figsize=(5.0 * len(tasks), 3.8), layout="constrained")
+    figure = new_figure(figsize=(5.5 * len(tasks), 4.5), layout="constrained")
     axes = figure.subplots(1, len(tasks), squeeze=False)[0]
-    variants = sorted({variant for runs in tasks.values() for variant, _ in runs})
-    colours = {variant: f"C{index}" for index, variant in enumerate(variants)}
+    styles = line_styles([variant for runs in tasks.values() for variant, _ in runs])
     markers = "os^Dvx+*"
     for axis, (task, runs) in zip(axes, sorted(tasks.items())):
         for (variant, seed), points in sorted(runs.items()):
             steps, scores = zip(*points)
-            axis.plot(steps, [100 * score for score in scores], color=colours[variant],
+            colour, line_style = styles[variant]
+            axis.plot(steps, [100 * score for score in scores], color=_colour(colour), linestyle=line_style,
                       marker=markers[seed % len(markers)], markersize=4, linewidth=1.2,
                       label=f"{variant}, seed {seed}")
         axis.set_title(task)
         axis.set_xlabel("step")
         axis.set_ylabel(f"dev {metrics.get(task, 'score')} ×100")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
+        axis.legend(fontsize=6)
     output.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(output, dpi=120)
 
