@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..inspection import require_matplotlib
-from .experiments import VARIANT_LABELS, budget_labels, paired_cell, read_records  # noqa: F401  (read_records: the CLI's)
+from .experiments import VARIANT_LABELS, budget_labels, paired_cell, read_records, split_recipe  # noqa: F401  (read_records: the CLI's)
 from .intervals import paired_difference
 
 Curve = List[Tuple[int, float]]
@@ -50,22 +50,18 @@ def line_styles(labels: Sequence[str]) -> Dict[str, Tuple[int, str]]:
     variant, whatever its recipe or budget ("sla", "paper-sla" and "sla
     (1200 steps, minilm)" share it), one line style per budget, solid for
     the longest, so that a dozen variants in a panel stay apart."""
-    def split(label: str) -> Tuple[str, str]:
-        variant, _, budget = label.partition(" (")
-        for recipe in ("paper-", "tokens-"):
-            variant = variant[len(recipe):] if variant.startswith(recipe) else variant
-        return variant, budget
-
     def steps(budget: str) -> int:
         head = budget.split(" ", 1)[0]
         return int(head) if head.isdigit() else 0
 
-    kinds = sorted({split(label)[0] for label in labels},
+    # "paper-sla (1070 steps, minilm)" -> ("sla", "1070 steps, minilm)")
+    parts = {label: (split_recipe(label.partition(" (")[0])[1], label.partition(" (")[2]) for label in labels}
+    kinds = sorted({kind for kind, _ in parts.values()},
                    key=lambda kind: (COLOUR_ORDER.index(kind) if kind in COLOUR_ORDER else len(COLOUR_ORDER), kind))
-    budgets = sorted({split(label)[1] for label in labels}, key=lambda budget: (-steps(budget), budget))
+    budgets = sorted({budget for _, budget in parts.values()}, key=lambda budget: (-steps(budget), budget))
     return {
-        label: (kinds.index(split(label)[0]), LINE_STYLES[budgets.index(split(label)[1]) % len(LINE_STYLES)])
-        for label in labels
+        label: (kinds.index(kind), LINE_STYLES[budgets.index(budget) % len(LINE_STYLES)])
+        for label, (kind, budget) in parts.items()
     }
 
 

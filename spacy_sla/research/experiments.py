@@ -314,7 +314,7 @@ RECIPES = ("paper", "tokens")
 PLAIN_OF_RECIPE = {"": "plain", "tokens": "plain", "paper": "paper-plain"}
 
 
-def _recipe(variant: str) -> Tuple[str, str]:
+def split_recipe(variant: str) -> Tuple[str, str]:
     """(recipe, variant without it): ("paper", "sla") for "paper-sla", ("", "sla") for "sla"."""
     for recipe in RECIPES:
         if variant.startswith(recipe + "-"):
@@ -324,7 +324,7 @@ def _recipe(variant: str) -> Tuple[str, str]:
 
 def _reference(variant: str) -> str:
     """The variant a row is compared with: the vanilla row of the same recipe."""
-    recipe, _ = _recipe(variant)
+    recipe, _ = split_recipe(variant)
     return f"{recipe}-vanilla" if recipe else "vanilla"
 
 
@@ -332,7 +332,7 @@ def _row_order(key: Tuple[str, str, str], record: Dict[str, Any]) -> Tuple[str, 
     """Task, then shorter budgets first (the step count of one of the row's
     records), then vanilla and the paper's order of variants."""
     task, budget, variant = key
-    recipe, base = _recipe(variant)
+    recipe, base = split_recipe(variant)
     rank = VARIANT_ORDER.index(base) if base in VARIANT_ORDER else len(VARIANT_ORDER)
     steps = record.get("settings", {}).get("training.max_steps")
     return task, steps if isinstance(steps, int) else -1, budget, recipe, rank, variant
@@ -434,7 +434,7 @@ def parity_rows(rows: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     the variant comparisons worth reading (issue 12)."""
     parity = []
     for pipeline in rows:
-        recipe, base = _recipe(pipeline["variant"])
+        recipe, base = split_recipe(pipeline["variant"])
         if base != "vanilla":
             continue
         plain = next((r for r in rows if (r["task"], r["budget"], r["variant"])
