@@ -133,3 +133,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "for models with the same SLA layers, e.g. an SLA and a window model "
         "of the same seed."
     )
+    E020 = (
+        "No finished run of {variant}, seed {seed}, in {training_dir} (no "
+        "{missing}). Train it with `spacy sla train TASK CORPUS_DIR "
+        "{training_dir} --variants {variant} --seeds {seed}`, or leave the "
+        "seed out with `--seeds`."
+    )
+    E021 = (
+        "The task {task} is scored by {metric}, which the bootstrap over "
+        "documents cannot recompute from per-document counts (it supports "
+        "{supported}). Compare the runs over seeds with `spacy sla compare` "
+        "instead."
+    )

@@ -1,8 +1,8 @@
 """The commands behind the project workflows: convert, prepare, link-model,
-train, evaluate, experiment, compare, curves, gate-summary."""
+train, evaluate, experiment, compare, bootstrap, curves, gate-summary."""
 import json
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
@@ -19,6 +19,7 @@ from ..research.curves import (
     plot_curves,
     read_records,
 )
+from ..research.dev_predictions import bootstrap_comparison, bootstrap_table
 from ..research.experiments import (
     compare,
     evaluate_runs,
@@ -49,6 +50,14 @@ def _check_count(option: str, value: Optional[int]) -> None:
     before any file is read."""
     if value is not None and value < 0:
         msg.fail(f"{option} takes a whole number >= 0; got {value}", exits=1)
+
+
+def _print_and_keep(tables: str, result: Dict[str, Any], output: Optional[Path]) -> None:
+    """Print a command's tables; with --output, also keep its result as JSON."""
+    print(tables)
+    if output is not None:
+        output.write_text(json.dumps(result, indent=2), encoding="utf8")
+        msg.good(f"Wrote {output}")
 
 
 def _conversion_failed(error: Union[ConversionError, OSError], what: str) -> None:
@@ -166,6 +175,33 @@ def compare_cli(
     msg.good(f"{len(rows)} rows -> {output_prefix}.md, {output_prefix}.json")
 
 
+@sla_cli.command("bootstrap")
+def bootstrap_cli(
+    task: str = Arg(..., help=f"Task: {', '.join(TASKS)}"),
+    corpus_dir: Path = Arg(..., help="Directory with dev.spacy", exists=True, file_okay=False),
+    training_dir: Path = Arg(..., help="The output_dir of `spacy sla train`", exists=True, file_okay=False),
+    variants: str = Opt("sla,window", "--variants", help="Comma-separated variants to compare with the reference"),
+    reference: str = Opt("vanilla", "--reference", help="The variant the differences are taken to"),
+    seeds: str = Opt("", "--seeds", help="Comma-separated seeds (default: every seed both variants were trained with)"),
+    resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents"),
+    output: Optional[Path] = Opt(None, "--output", "-o", help="Also write the comparison as JSON"),
+    gpu_id: int = Opt(-1, "--gpu-id"),
+):
+    """Whether a difference between variants outlasts the choice of dev
+    documents: for each variant − reference, the per-seed differences of
+    the last models' dev scores with their t-interval over seeds (as
+    `compare`), and a paired bootstrap over the dev documents (the same
+    draw for every model) of their mean. The models' per-document counts
+    are kept in each run directory (dev-counts.json)."""
+    _task(task)
+    try:
+        comparison = bootstrap_comparison(task, corpus_dir, training_dir, _split(variants), reference,
+                                          [int(seed) for seed in _split(seeds)], resamples, gpu_id)
+    except ValueError as error:
+        msg.fail(str(error), exits=1)
+    _print_and_keep(bootstrap_table(comparison), comparison, output)
+
+
 @sla_cli.command("curves")
 def curves_cli(
     records_dir: Path = Arg(..., help="Directory searched for run records (seedN.json)", exists=True, file_okay=False),
@@ -202,10 +238,7 @@ def gate_summary_cli(
         comparison = compare_gates([read_gate_pair(path) for path in reports])
     except ValueError as error:
         msg.fail(str(error), exits=1)
-    print(gate_tables(comparison))
-    if output is not None:
-        output.write_text(json.dumps(comparison, indent=2), encoding="utf8")
-        msg.good(f"Wrote {output}")
+    _print_and_keep(gate_tables(comparison), comparison, output)
 
 
 @sla_cli.command("experiment", context_settings=OVERRIDES)
