@@ -14,7 +14,8 @@ import spacy
 from spacy.training import Corpus, Example
 
 from ..errors import Errors
-from .experiments import RUN_SETTINGS, _file_fingerprint
+from ..training.scorers import _cat_labels
+from .experiments import RUN_SETTINGS, _file_fingerprint, finished_runs
 from .intervals import paired_difference
 from .resampling import METRIC_FROM_COUNTS, example_statistics, metric_from_counts, paired_bootstrap
 from .tasks import TASKS
@@ -48,7 +49,8 @@ def run_counts(task: str, run_dir: Path, corpus_dir: Path, gpu_id: int = -1) -> 
     scored = [Example(doc, example.reference) for doc, example in zip(predicted, examples)]
     component = TASKS[task].component
     labels = nlp.get_pipe(component).labels if component in nlp.pipe_names else ()
-    counts = example_statistics(scored, metric, labels or sorted({label for eg in scored for label in eg.reference.cats}))
+    # Without a text classifier's own labels, those the scorer itself would infer.
+    counts = example_statistics(scored, metric, labels or _cat_labels(scored))
     cache.write_text(json.dumps({**key, "counts": counts.tolist()}), encoding="utf8")
     return counts
 
@@ -62,7 +64,7 @@ def _finished_run(training_dir: Path, variant: str, seed: int) -> Path:
 
 
 def _seeds_of(training_dir: Path, variant: str) -> List[int]:
-    return sorted(int(path.parent.name[len("seed"):]) for path in (training_dir / variant).glob(f"seed*/{RUN_SETTINGS}"))
+    return [int(run_dir.name[len("seed"):]) for run_dir in finished_runs(training_dir) if run_dir.parent.name == variant]
 
 
 def bootstrap_comparison(

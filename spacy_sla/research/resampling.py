@@ -61,14 +61,18 @@ def _error_detection_statistics(example: Example) -> List[int]:
     return list(error_detection_counts([example], FCE_ERROR_TAG))
 
 
-def _accuracy(counts: numpy.ndarray) -> float:
+def _confusion(counts: numpy.ndarray) -> numpy.ndarray:
+    """The K x K confusion matrix that _cats_statistics flattened."""
     side = int(round(len(counts) ** 0.5))
-    return _divide(float(numpy.trace(counts.reshape(side, side))), float(counts.sum()))
+    return counts.reshape(side, side)
+
+
+def _accuracy(counts: numpy.ndarray) -> float:
+    return _divide(float(numpy.trace(_confusion(counts))), float(counts.sum()))
 
 
 def _mcc(counts: numpy.ndarray) -> float:
-    side = int(round(len(counts) ** 0.5))
-    return matthews_corrcoef(counts.reshape(side, side))
+    return matthews_corrcoef(_confusion(counts))
 
 
 def _f_score(beta: float) -> Callable[[numpy.ndarray], float]:
