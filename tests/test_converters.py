@@ -17,6 +17,7 @@ from spacy_sla.research.converters import (
     convert,
     read_cola,
     read_conll2003,
+    read_conll2003_docs,
     read_conllu,
     read_fce,
     read_sst2,
@@ -67,7 +68,38 @@ CONLLU = (
     "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t0:root\t_\n"
     "\n"
 )
-CONTENTS = {"cola": COLA, "sst2": SST2, "conll2003": CONLL2003, "fce": FCE, "conllu": CONLLU}
+CONTENTS = {"cola": COLA, "sst2": SST2, "conll2003": CONLL2003, "fce": FCE, "conllu": CONLLU, "conll2003-docs": CONLL2003}
+# Three articles: the second sentence of the first starts with I-PER right
+# after a sentence that ends in I-PER (two entities, not one across the
+# boundary); the second article is one sentence; the third opens with an
+# entity and has a -DOCSTART- line followed by blank lines before it.
+CONLL2003_ARTICLES = (
+    "-DOCSTART- -X- O O\n"
+    "\n"
+    "Peter NNP I-NP I-PER\n"
+    "met VBD I-VP O\n"
+    "Blackburn NNP I-NP I-PER\n"
+    "\n"
+    "Smith NNP I-NP I-PER\n"
+    "left VBD I-VP O\n"
+    ". . O O\n"
+    "\n"
+    "-DOCSTART- -X- O O\n"
+    "\n"
+    "Rain NN I-NP O\n"
+    "\n"
+    "-DOCSTART- -X- O O\n"
+    "\n"
+    "\n"
+    "New NNP I-NP I-LOC\n"
+    "York NNP I-NP I-LOC\n"
+    "won VBD I-VP O\n"
+    "\n"
+    "EU NNP I-NP I-ORG\n"
+    "rejects VBZ I-VP O\n"
+    "German JJ I-NP I-MISC\n"
+    "call NN I-NP O\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +155,53 @@ def test_read_conll2003(tmp_path: Path, nlp: Language) -> None:
     assert ents(docs[2]) == [(0, 2, "PER")]
     # Tokens outside entities are annotated as O, not left missing.
     assert [token.ent_iob_ for token in docs[1]] == ["B", "B", "I", "B", "O", "B", "B"]
+
+
+def test_read_conll2003_docs_one_doc_per_article(tmp_path: Path, nlp: Language) -> None:
+    docs = list(read_conll2003_docs(write(tmp_path, CONLL2003_ARTICLES), nlp))
+    assert len(docs) == CONLL2003_ARTICLES.count("-DOCSTART-") == 3
+    assert [[token.text for token in doc] for doc in docs] == [
+        ["Peter", "met", "Blackburn", "Smith", "left", "."],
+        ["Rain"],
+        ["New", "York", "won", "EU", "rejects", "German", "call"],
+    ]
+    # The file's sentence boundaries, set on every token (True or False, never unknown).
+    assert [[sent.text for sent in doc.sents] for doc in docs] == [
+        ["Peter met Blackburn", "Smith left ."],
+        ["Rain"],
+        ["New York won", "EU rejects German call"],
+    ]
+    assert [token.is_sent_start for token in docs[0]] == [True, False, False, True, False, False]
+    # "Blackburn" ends one sentence and "Smith" starts the next, both I-PER:
+    # two entities, as conlleval reads the per-sentence file.
+    assert ents(docs[0]) == [(0, 1, "PER"), (2, 3, "PER"), (3, 4, "PER")]
+    assert ents(docs[1]) == []
+    assert ents(docs[2]) == [(0, 2, "LOC"), (3, 4, "ORG"), (5, 6, "MISC")]
+    assert [token.tag_ for token in docs[2]] == ["NNP", "NNP", "VBD", "NNP", "VBZ", "JJ", "NN"]
+
+
+def test_read_conll2003_docs_keeps_what_the_sentence_reader_reads(tmp_path: Path, nlp: Language) -> None:
+    path = write(tmp_path, CONLL2003_ARTICLES)
+    sentences = list(read_conll2003(path, nlp))
+    from_articles = [sent.as_doc() for doc in read_conll2003_docs(path, nlp) for sent in doc.sents]
+    assert [doc.text for doc in from_articles] == [doc.text for doc in sentences]
+    assert [ents(doc) for doc in from_articles] == [ents(doc) for doc in sentences]
+    assert [[token.ent_iob_ for token in doc] for doc in from_articles] == [[t.ent_iob_ for t in doc] for doc in sentences]
+
+
+def test_read_conll2003_docs_sentences_before_the_first_docstart(tmp_path: Path, nlp: Language) -> None:
+    text = "EU NNP I-NP I-ORG\n\nRain NN I-NP O\n-DOCSTART- -X- O O\n-DOCSTART- -X- O O\nPeter NNP I-NP I-PER"
+    docs = list(read_conll2003_docs(write(tmp_path, text), nlp))
+    assert [doc.text for doc in docs] == ["EU Rain ", "Peter "]
+    assert [len(list(doc.sents)) for doc in docs] == [2, 1]
+
+
+def test_read_conll2003_docs_round_trip_keeps_sentences(tmp_path: Path, nlp: Language) -> None:
+    output_path = tmp_path / "docs.spacy"
+    assert convert("conll2003-docs", write(tmp_path, CONLL2003_ARTICLES), output_path) == 3
+    docs = list(DocBin().from_disk(output_path).get_docs(nlp.vocab))
+    assert [[sent.start for sent in doc.sents] for doc in docs] == [[0, 3], [0], [0, 3]]
+    assert ents(docs[0]) == [(0, 1, "PER"), (2, 3, "PER"), (3, 4, "PER")]
 
 
 def test_read_fce(tmp_path: Path, nlp: Language) -> None:
@@ -245,6 +324,9 @@ BAD_CONLLU_LINE = "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t0:root\t_\n"
         ("conllu", "", 1, "the file is empty"),
         ("sst2", "sentence\tlabel\n", 1, "the file ends here without any SST-2 lines"),
         ("conll2003", "-DOCSTART- -X- O O\n\n", 2, "the file ends here without any sentences"),
+        ("conll2003-docs", "-DOCSTART- -X- O O\n\n", 2, "the file ends here without any sentences"),
+        ("conll2003-docs", "", 1, "the file is empty"),
+        ("conll2003-docs", "-DOCSTART- -X- O O\n\nEU NNP I-NP I-ORG\n\nrejects VBZ O\n", 5, "found 3 space-separated column(s)"),
         ("fce", "\n\n\n", 3, "the file ends here without any sentences"),
         # CoNLL-U: bad IDs and heads, a sentence spaCy's converter rejects
         # (a UPOS outside UD's tag set), and comments without a sentence.

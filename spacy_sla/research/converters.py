@@ -24,7 +24,7 @@ from spacy.vocab import Vocab
 from ..errors import Errors
 from ..files import write_atomically
 
-TASKS = ("cola", "sst2", "conll2003", "fce", "conllu")
+TASKS = ("cola", "sst2", "conll2003", "fce", "conllu", "conll2003-docs")
 # Raise this whenever a reader's output for the same input changes, so that
 # corpora prepared by an earlier version are prepared again (see
 # spacy_sla.research.experiments.prepare_corpus).
@@ -192,21 +192,41 @@ def _is_docstart(line: str) -> bool:
     return line.split(" ", 1)[0] == _CONLL2003_DOCSTART
 
 
-def _iob1_spans(doc: Doc, tags: Sequence[str]) -> List[Span]:
-    """Entity spans from IOB1 tags, read exactly as conlleval reads chunks: a
-    B-X always starts a new chunk, an I-X continues a chunk of type X and
-    otherwise (after O or after another type) starts one."""
+def _iob1_spans(doc: Doc, tags: Sequence[str], offset: int = 0) -> List[Span]:
+    """Entity spans from the IOB1 tags of one sentence, which starts at token
+    `offset` of doc, read exactly as conlleval reads chunks: a B-X always
+    starts a new chunk, an I-X continues a chunk of type X and otherwise
+    (after O or after another type) starts one. Read per sentence, as
+    conlleval does, so that an entity never runs into the next sentence."""
     spans = []
     start: Optional[int] = None
     label = ""
     for i, tag in enumerate([*tags, "O"]):
         prefix, _, entity_type = tag.partition("-")
         if start is not None and (prefix != "I" or entity_type != label):
-            spans.append(Span(doc, start, i, label=label))
+            spans.append(Span(doc, offset + start, offset + i, label=label))
             start = None
         if prefix == "B" or (prefix == "I" and start is None):
             start, label = i, entity_type
     return spans
+
+
+ConllSentence = Tuple[List[str], List[str], List[str]]  # words, POS tags, IOB1 NER tags
+
+
+def _conll2003_sentence(path: Path, block: List[Line]) -> ConllSentence:
+    """The checked columns of one sentence's `word POS chunk NER` lines."""
+    words, pos_tags, ner_tags = [], [], []
+    for line_number, line in block:
+        word, pos, _chunk, ner = _columns(path, line_number, line, " ", _CONLL2003_COLUMNS)
+        if not _IOB1_TAG.fullmatch(ner):
+            raise _error(
+                path, line_number, f"found the NER tag {ner!r}; expected O, or B- or I- followed by an entity type"
+            )
+        words.append(word)
+        pos_tags.append(pos)
+        ner_tags.append(ner)
+    return words, pos_tags, ner_tags
 
 
 def read_conll2003(path: Path, nlp: Language) -> Iterator[Doc]:
@@ -215,18 +235,62 @@ def read_conll2003(path: Path, nlp: Language) -> Iterator[Doc]:
     one Doc per sentence with the POS column as `token.tag_` and the entities
     as `doc.ents` (all other tokens are marked as outside an entity)."""
     for block in _blocks(path, "sentences of 'word POS chunk NER' lines", _is_docstart):
-        words, pos_tags, ner_tags = [], [], []
-        for line_number, line in block:
-            word, pos, _chunk, ner = _columns(path, line_number, line, " ", _CONLL2003_COLUMNS)
-            if not _IOB1_TAG.fullmatch(ner):
-                raise _error(
-                    path, line_number, f"found the NER tag {ner!r}; expected O, or B- or I- followed by an entity type"
-                )
-            words.append(word)
-            pos_tags.append(pos)
-            ner_tags.append(ner)
+        words, pos_tags, ner_tags = _conll2003_sentence(path, block)
         doc = Doc(nlp.vocab, words=words, tags=pos_tags)
         doc.ents = _iob1_spans(doc, ner_tags)
+        yield doc
+
+
+def _conll2003_articles(path: Path) -> Iterator[List[List[Line]]]:
+    """The sentences (blocks of lines) of each `-DOCSTART-` unit. Sentences
+    before the first `-DOCSTART-` line form a unit of their own; a
+    `-DOCSTART-` line with no sentence before the next one gives none."""
+    line_number = 0
+    article: List[List[Line]] = []
+    block: List[Line] = []
+    n_sentences = 0
+    for line_number, line in _lines(path):
+        if line.strip() and not _is_docstart(line):
+            block.append((line_number, line))
+            continue
+        if block:
+            article.append(block)
+            n_sentences += 1
+            block = []
+        if _is_docstart(line) and article:
+            yield article
+            article = []
+    if block:
+        article.append(block)
+        n_sentences += 1
+    if article:
+        yield article
+    if n_sentences == 0:
+        raise _no_data(path, line_number, "sentences of 'word POS chunk NER' lines")
+
+
+def read_conll2003_docs(path: Path, nlp: Language) -> Iterator[Doc]:
+    """CoNLL-2003 NER as whole articles: the same lines as read_conll2003,
+    but one Doc per `-DOCSTART-` unit, with the file's sentence boundaries as
+    `token.is_sent_start` (True at each sentence's first token, False at
+    every other token), the POS column as `token.tag_` and the entities as
+    `doc.ents`, read per sentence as conlleval reads them."""
+    for article in _conll2003_articles(path):
+        sentences = [_conll2003_sentence(path, block) for block in article]
+        words = [word for sentence_words, _, _ in sentences for word in sentence_words]
+        sent_starts = [i == 0 for sentence_words, _, _ in sentences for i in range(len(sentence_words))]
+        doc = Doc(
+            nlp.vocab,
+            words=words,
+            tags=[tag for _, pos_tags, _ in sentences for tag in pos_tags],
+            sent_starts=sent_starts,
+        )
+        entities: List[Span] = []
+        offset = 0
+        for sentence_words, _, ner_tags in sentences:
+            entities.extend(_iob1_spans(doc, ner_tags, offset))
+            offset += len(sentence_words)
+        doc.ents = entities
         yield doc
 
 
@@ -380,6 +444,7 @@ READERS: Dict[str, Reader] = {
     "conll2003": read_conll2003,
     "fce": read_fce,
     "conllu": read_conllu,
+    "conll2003-docs": read_conll2003_docs,
 }
 
 

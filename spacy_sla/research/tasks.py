@@ -25,6 +25,8 @@ TASKS: Dict[str, Task] = {
              description="SST-2 sentiment (accuracy; dev = the first 872 training sentences)"),
         Task("conll2003", "ner", "ents_f", "conll2003", "conll2003/eng.train", "conll2003/eng.testa",
              description="CoNLL-2003 named entities (entity F1, conlleval)"),
+        Task("conll2003-docs", "ner", "ents_f", "conll2003-docs", "conll2003/eng.train", "conll2003/eng.testa",
+             description="CoNLL-2003 named entities over whole articles, one Doc per -DOCSTART- unit (entity F1)"),
         Task("fce", "tagger", "ged_f05", "fce", "fce/en_fce_train.tsv", "fce/en_fce_dev.tsv",
              description="FCE grammatical error detection (token F0.5 of the error class)"),
         Task("ud", "tagger", "tag_acc", "conllu", "ud_ewt/en_ewt-ud-train.conllu", "ud_ewt/en_ewt-ud-dev.conllu",
