@@ -18,7 +18,7 @@ LAYERS = [
     {"layers"},
     {"gates"},
     {"pipeline_component", "architectures", "token_ner"},
-    {"inspection", "training"},
+    {"inspection", "mask_statistics", "training"},
     {"research", "annotation", "_ray"},
     {"cli"},
 ]

@@ -1,12 +1,14 @@
 """`python -m spacy sla gates|mask|info`: see what SLA does in a trained
-pipeline. The logic lives in spacy_sla.inspection; these commands load the
+pipeline; `python -m spacy sla mask-stats`: how much a mask restricts the
+attention over a corpus, before training. The logic lives in
+spacy_sla.inspection and spacy_sla.mask_statistics; these commands load the
 pipelines, print and write files."""
 import json
 import re
 import sys
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import spacy
 from spacy import displacy
@@ -16,6 +18,7 @@ from spacy.tokens import DocBin
 from tqdm import tqdm
 from wasabi import msg
 
+from ..dependency_tree import has_complete_parse
 from ..inspection import (
     GateStatistics,
     InspectionError,
@@ -32,6 +35,17 @@ from ..inspection import (
     sla_info,
     token_mask,
     wordpiece_masks,
+)
+from ..mask_statistics import (
+    LEVELS,
+    MASKS,
+    load_tokenizer,
+    make_mask,
+    mask_statistics,
+    parse_missing,
+    sample_docs,
+    statistics_table,
+    strided_spans,
 )
 from ._app import sla_cli
 
@@ -224,3 +238,85 @@ def info_cli(
     for info in components:
         rows = [(key, _shown(value)) for key, value in info.items() if key != "component"]
         msg.table(rows, title=f"{info['component']} ({info['config_path']})", divider=True)
+
+
+def _numbers(text: str, option: str) -> List[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0:
+        msg.fail(f"{option} must be comma-separated whole numbers >= 0, e.g. 1,2,3,4; got '{text}'", exits=1)
+    return values
+
+
+def _finite(value: Any) -> Any:
+    """NaN (a share of nothing) as null, so the JSON stays standard."""
+    return None if isinstance(value, float) and value != value else value
+
+
+@sla_cli.command("mask-stats")
+def mask_stats_cli(
+    data_path: Path = Arg(..., help="A .spacy file (DocBin): parsed Docs, or Docs for --parser to parse", exists=True, dir_okay=False),
+    parser: Optional[str] = Opt(None, "--parser", "-p", help="A pipeline with a parser (e.g. en_core_web_sm) for the Docs without a parse; Docs with one keep it"),
+    transformer: Optional[str] = Opt(None, "--transformer", "-t", help="The transformer (local directory or Hugging Face name) whose tokenizer gives the wordpiece counts; without it, token counts only"),
+    thresholds: str = Opt("1,2,3,4", "--thresholds", help="Comma-separated thresholds m (sla: hops; window: tokens on each side)"),
+    mask: str = Opt("sla", "--mask", help=f"The mask: {', '.join(f'{kind} ({name})' for kind, (name, _) in MASKS.items())}"),
+    punct_rule: str = Opt("authors", "--punct-rule", help="The masks' punctuation rule: authors, spacy or none"),
+    level: str = Opt("both", "--level", help="sentence (each sentence a sequence), document (each Doc cut into the component's spans) or both"),
+    window: int = Opt(128, "--window", help="The span getter's window, in tokens (spacy-transformers.strided_spans.v1)", min=1),
+    stride: int = Opt(96, "--stride", help="The span getter's stride, in tokens", min=1),
+    limit: Optional[int] = Opt(None, "--limit", help="Use N Docs: the first N, or N drawn at random with --sample-seed", min=1),
+    sample_seed: Optional[int] = Opt(None, "--sample-seed", help="Draw the --limit Docs at random with this seed"),
+    from_text: bool = Opt(False, "--from-text", help="Parse every Doc again from its text, as spacy train and spacy evaluate make their Docs (needs --parser)"),
+    output: Optional[Path] = Opt(None, "--output", "-o", help="Also write the numbers to this JSON file"),
+):
+    """How much the local mask restricts attention over a corpus, before
+    training: per threshold and level, the share of sequences whose mask
+    hides nothing and the visible share of token pairs and (with
+    --transformer) of wordpiece pairs, as the sla_transformer component
+    builds its masks. Prints a markdown table."""
+    levels = list(LEVELS) if level == "both" else [level]
+    values = _numbers(thresholds, "--thresholds")
+    try:
+        builders = [make_mask(mask, value, punct_rule) for value in values]
+        if any(name not in LEVELS for name in levels):
+            raise ValueError(f"--level must be one of: {', '.join(LEVELS)}, both; got '{level}'")
+    except ValueError as error:
+        msg.fail(_one_line(error), exits=1)
+    nlp = _load(parser) if parser is not None else spacy.blank("en")
+    tokenizer = None
+    if transformer is not None:
+        try:
+            tokenizer = load_tokenizer(transformer)
+        except (OSError, ValueError) as error:
+            msg.fail(f"Could not load the tokenizer of '{transformer}': {_one_line(error)}", exits=1)
+    all_docs = list(_read_docs(data_path).get_docs(nlp.vocab))
+    chosen = sample_docs(all_docs, limit, sample_seed)
+    n_parsed = len(chosen) if from_text else sum(not has_complete_parse(doc) for doc in chosen)
+    try:
+        docs = parse_missing(chosen, nlp if parser is not None else None, from_text=from_text)
+    except ValueError as error:
+        msg.fail(_one_line(error), exits=1)
+    msg.info(f"{len(docs)} of {len(all_docs)} Docs of {data_path}; parsed here: {n_parsed}")
+    get_spans = strided_spans(window, stride)
+    rows = [
+        mask_statistics(docs, builder, level=name, tokenizer=tokenizer, get_spans=get_spans)
+        for name in levels
+        for builder in builders
+    ]
+    print(statistics_table(rows))
+    if output is not None:
+        report = {
+            "data": str(data_path),
+            "n_docs": len(docs),
+            "settings": {
+                "parser": parser, "transformer": transformer, "mask": mask, "punct_rule": punct_rule,
+                "thresholds": values, "window": window, "stride": stride, "limit": limit,
+                "sample_seed": sample_seed, "from_text": from_text,
+            },
+            "rows": [{key: _finite(value) for key, value in row.as_dict().items()} for row in rows],
+        }
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(report, indent=2), encoding="utf8")
+        msg.good(f"Wrote {output}")

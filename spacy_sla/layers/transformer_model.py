@@ -196,14 +196,7 @@ class SLATransformerModel(Model):
     def tokenize(self, spans: List[Span]) -> Tuple[WordpieceBatch, Ragged]:
         """Wordpieces of the spans, truncated to the model's maximum length,
         and the token-to-wordpiece alignment, as spacy-transformers does."""
-        tokenizer = self.tokenizer
-        encoding = huggingface_tokenize(tokenizer, [span.text for span in spans])
-        wordpieces = WordpieceBatch.from_batch_encoding(encoding)
-        if "offset_mapping" in encoding:
-            align = get_alignment_via_offset_mapping(spans, encoding["offset_mapping"])
-        else:
-            align = get_alignment(spans, wordpieces.strings, tokenizer.all_special_tokens)
-        return truncate_oversize_splits(wordpieces, align, tokenizer.model_max_length)
+        return tokenize_spans(self.tokenizer, spans)
 
     def syntax_inputs(
         self, spans: List[Span], wordpieces: WordpieceBatch, align: Ragged
@@ -238,6 +231,18 @@ class SLATransformerModel(Model):
             return []
         wordpieces, align = self.tokenize(spans)
         return self.syntax_inputs(spans, wordpieces, align).local_matrices()
+
+
+def tokenize_spans(tokenizer: Any, spans: List[Span]) -> Tuple[WordpieceBatch, Ragged]:
+    """What SLATransformerModel.tokenize does, for a Hugging Face tokenizer
+    alone: the mask statistics need the model's wordpieces, not its weights."""
+    encoding = huggingface_tokenize(tokenizer, [span.text for span in spans])
+    wordpieces = WordpieceBatch.from_batch_encoding(encoding)
+    if "offset_mapping" in encoding:
+        align = get_alignment_via_offset_mapping(spans, encoding["offset_mapping"])
+    else:
+        align = get_alignment(spans, wordpieces.strings, tokenizer.all_special_tokens)
+    return truncate_oversize_splits(wordpieces, align, tokenizer.model_max_length)
 
 
 def flatten_spans(nested_spans: List[List[Span]]) -> List[Span]:
