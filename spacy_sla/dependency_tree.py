@@ -23,15 +23,23 @@ converges within log2(n) + 2 rounds on a forest, never on a cycle) and
 answered exactly by `GeneralGraph`, a bounded breadth-first search. Every
 loop here has an explicit bound; exceeding it raises [E013] instead of
 hanging.
+
+A Doc's parse is read and its graph built once for many spans (`DocParses`):
+per batch in the component, and between the mask builders' own calls
+outside a batch, where each call first compares the part of the parse it
+reads with the Doc, so that a changed Doc gets a new graph.
 """
 import math
+import threading
+import weakref
+from collections import OrderedDict
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from functools import partial
+from typing import Iterator, List, Optional, Tuple, Union
 
 import numpy
-from spacy.attrs import HEAD
+from spacy.attrs import DEP, HEAD
 from spacy.tokens import Doc, Span
 
 from .errors import Errors
@@ -50,8 +58,13 @@ def head_indices(doclike: Union[Doc, Span]) -> IntArray:
     tokens of the span may leave it.
     """
     doc = doclike.doc if isinstance(doclike, Span) else doclike
-    relative = doc.to_array([HEAD]).astype(numpy.int64).reshape(-1)
-    heads = numpy.arange(len(doc), dtype=numpy.int64) + relative
+    return _absolute_heads(doc.to_array([HEAD]).reshape(-1))
+
+
+def _absolute_heads(relative: numpy.ndarray) -> IntArray:
+    # spaCy exports the relative offsets as uint64: the cast makes them signed again
+    relative = relative.astype(numpy.int64)
+    heads = numpy.arange(len(relative), dtype=numpy.int64) + relative
     heads[relative == 0] = NO_TOKEN
     return heads
 
@@ -166,9 +179,14 @@ class Forest:
 
     def ancestors(self, depth: int) -> IntArray:
         """The ancestor table with at least depth + 1 rows."""
-        if self._ancestors is None or self._ancestors.shape[0] < depth + 1:
-            self._ancestors = ancestor_table(self.heads, depth)
-        return self._ancestors
+        # Outside a batch, threads share the graph of a Doc (DocParses): the
+        # table is returned from a local, since another thread may store a
+        # shallower one in the meantime (which only costs a later rebuild).
+        table = self._ancestors
+        if table is None or table.shape[0] < depth + 1:
+            table = ancestor_table(self.heads, depth)
+            self._ancestors = table
+        return table
 
     def per_tree(self, rows: IntArray, cols: IntArray) -> Iterator[Tuple[IntArray, IntArray]]:
         """Positions in rows and in cols of the tokens of each tree that both
@@ -204,9 +222,10 @@ class Forest:
         """(first, end) per token: its subtree is the tokens whose preorder
         number lies in [first[t], end[t]). O(n) whatever the depth, where a
         full ancestor table would be O(n * depth)."""
-        if self._intervals is None:
-            self._intervals = _preorder_intervals(self.heads)
-        return self._intervals
+        intervals = self._intervals
+        if intervals is None:
+            intervals = self._intervals = _preorder_intervals(self.heads)
+        return intervals
 
     def ancestor_or_self(self, rows: IntArray, cols: IntArray) -> BoolArray:
         first, end = self.preorder_intervals()
@@ -334,26 +353,182 @@ def build_doc_graph(heads: IntArray) -> DocGraph:
     return GeneralGraph(heads) if roots is None else Forest(heads, roots)
 
 
-@dataclass
-class BatchGraphs:
-    """What shared_doc_trees keeps per Doc of a batch, by id(doc)."""
+# The most ancestor steps a check of a cached parse follows for a question
+# of unbounded depth (SG-Net's ancestors) before it compares the whole Doc.
+_MAX_CHECKED_STEPS = 64
 
-    graphs: Dict[int, DocGraph] = field(default_factory=dict)
-    complete_parse: Dict[int, bool] = field(default_factory=dict)
+
+class DocParse:
+    """A Doc's parse as read once: the HEAD and DEP of every token, whether
+    every token has a label ([E001] otherwise), and the graph, built on
+    first use."""
+
+    def __init__(self, doc_ref: "weakref.ref[Doc]", parse: numpy.ndarray):
+        self.doc_ref = doc_ref
+        self.parse = parse  # (n_tokens, 2) uint64: spaCy's relative HEAD, DEP
+        self.heads = _absolute_heads(parse[:, 0])
+        # the test of Doc.has_annotation("DEP", require_complete=True), on the copy
+        self.complete_parse = bool(parse[:, 1].all())
+        self._graph: Optional[DocGraph] = None
+
+    @property
+    def graph(self) -> DocGraph:
+        graph = self._graph
+        if graph is None:
+            # Two threads may both get here for one Doc: each builds the same graph.
+            graph = self._graph = build_doc_graph(self.heads)
+        return graph
+
+    def has_graph(self) -> bool:
+        return self._graph is not None
+
+    def _read_tokens(self, tokens: Optional[IntArray], depth: Optional[int]) -> Optional[IntArray]:
+        """The tokens whose HEAD and DEP decide every path of at most
+        `depth` hops from `tokens`, or None for the whole Doc.
+
+        In this graph every token has at most one head, so a shortest path
+        goes up from one end and down to the other (down then up would
+        return to the same token): the tokens on it are the ancestors of its
+        two ends within depth hops, found from the heads of the ancestors
+        within depth - 1 hops. Where these are unchanged, so are every
+        distance up to depth and every "farther", whatever changed elsewhere
+        in the Doc."""
+        if tokens is None:
+            return None
+        current = numpy.asarray(tokens, dtype=numpy.int64)
+        found = [current]
+        steps = _MAX_CHECKED_STEPS if depth is None else min(depth - 1, _MAX_CHECKED_STEPS)
+        for _ in range(max(steps, 0)):
+            current = self.heads[current]
+            current = current[current != NO_TOKEN]
+            if current.size == 0:
+                break
+            found.append(current)
+        else:
+            if current.size and (depth is None or depth - 1 > _MAX_CHECKED_STEPS):
+                return None
+        return numpy.unique(numpy.concatenate(found))
+
+    def holds_for(self, doc: Doc, tokens: Optional[IntArray], depth: Optional[int]) -> bool:
+        """Whether what a question about `tokens` within `depth` hops reads
+        of the Doc is unchanged since it was read. For a parse this reads
+        about as many tokens as the span has, not the whole Doc: span by
+        span over a long Doc, a whole-Doc comparison would keep the cost
+        quadratic (spaCy's to_array alone takes milliseconds at 100k tokens)."""
+        if len(doc) != self.parse.shape[0] or not self.complete_parse:
+            # An incomplete parse is read again: completing it anywhere matters.
+            return False
+        read = self._read_tokens(tokens, depth)
+        if read is None:
+            return numpy.array_equal(doc.to_array([HEAD, DEP]), self.parse)
+        if read.size == 0:
+            return True
+        lo, hi = int(read[0]), int(read[-1]) + 1
+        return numpy.array_equal(doc[lo:hi].to_array([HEAD, DEP])[read - lo], self.parse[read])
+
+
+class DocParses:
+    """Each Doc's parse and graph, read once however many spans and builders
+    ask: per batch (shared_doc_trees, `check=False`: its Docs stay alive and
+    unchanged for the block) or, outside a batch, for the last `max_docs`
+    Docs (`check=True`: what a call reads is compared with the Doc first, so
+    that a Doc whose parse changed gets a new graph).
+
+    Entries are keyed on id(doc) and hold the Doc only weakly: an entry for
+    another Doc at a recycled id is never served, and an entry goes when its
+    Doc does. Thread-safe: the lock guards the table, a graph is built
+    outside it."""
+
+    def __init__(self, max_docs: Optional[int] = None, check: bool = False):
+        self.max_docs = max_docs
+        self.check = check
+        self._entries: "OrderedDict[int, DocParse]" = OrderedDict()
+        self._lock = threading.Lock()
+        # Docs released while the table was busy, removed by the next call
+        self._released: List[Tuple[int, "weakref.ref[Doc]"]] = []
+
+    def get(self, doc: Doc, tokens: Optional[IntArray] = None, depth: Optional[int] = None) -> DocParse:
+        """The Doc's parse; a question about `tokens` within `depth` hops
+        (None: unbounded) tells a checking table what to compare."""
+        key = id(doc)
+        with self._lock:
+            self._forget_released()
+            entry = self._entries.get(key)
+            if entry is not None and entry.doc_ref() is not doc:
+                del self._entries[key]
+                entry = None
+            if entry is not None:
+                self._entries.move_to_end(key)
+        if entry is not None and (not self.check or entry.holds_for(doc, tokens, depth)):
+            return entry
+        # The callback holds the table weakly: a batch's table, with its
+        # graphs, goes as soon as the batch ends, not at the next collection.
+        on_release = partial(_release_entry, weakref.ref(self), key)
+        entry = DocParse(weakref.ref(doc, on_release), doc.to_array([HEAD, DEP]))
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while self.max_docs is not None and len(self._entries) > self.max_docs:
+                self._entries.popitem(last=False)
+        return entry
+
+    def release(self, key: int, ref: "weakref.ref[Doc]") -> None:
+        """Drop the entry of a Doc that has gone."""
+        # Called from a weakref callback, which runs wherever the Doc dies,
+        # possibly inside get() on this thread: never wait for the lock here.
+        if self._lock.acquire(blocking=False):
+            try:
+                self._forget(key, ref)
+            finally:
+                self._lock.release()
+        else:
+            self._released.append((key, ref))
+
+    def _forget(self, key: int, ref: "weakref.ref[Doc]") -> None:
+        entry = self._entries.get(key)
+        if entry is not None and entry.doc_ref is ref:
+            del self._entries[key]
+
+    def _forget_released(self) -> None:
+        while self._released:
+            self._forget(*self._released.pop())
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._forget_released()
+            return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._released.clear()
 
     def non_forest_docs(self) -> int:
-        return sum(not graph.is_forest for graph in self.graphs.values())
+        with self._lock:
+            entries = list(self._entries.values())
+        return sum(entry.has_graph() and not entry.graph.is_forest for entry in entries)
 
 
-_BATCH: ContextVar[Optional[BatchGraphs]] = ContextVar("sla_batch_graphs", default=None)
+def _release_entry(table_ref: "weakref.ref[DocParses]", key: int, ref: "weakref.ref[Doc]") -> None:
+    table = table_ref()
+    if table is not None:
+        table.release(key, ref)
+
+
+_BATCH: ContextVar[Optional[DocParses]] = ContextVar("sla_batch_graphs", default=None)
+
+# Outside a batch: the mask builders called span by span on a long Doc read
+# its parse once, not once per span. A few Docs, so that a caller holding
+# many Docs does not hold a graph for each.
+BUILDER_PARSES = DocParses(max_docs=16, check=True)
 
 
 @contextmanager
-def shared_doc_trees() -> Iterator[BatchGraphs]:
+def shared_doc_trees() -> Iterator[DocParses]:
     """Within the block, doc_trees and has_complete_parse look at each Doc
     once, however many spans and builders ask (the Docs stay alive for the
     whole block, so their ids cannot be reused)."""
-    batch = BatchGraphs()
+    batch = DocParses()
     token = _BATCH.set(batch)
     try:
         yield batch
@@ -361,30 +536,28 @@ def shared_doc_trees() -> Iterator[BatchGraphs]:
         _BATCH.reset(token)
 
 
-def doc_trees(doc: Doc, depth: Optional[int] = None) -> DocGraph:
-    """The Doc's dependency graph: a Forest (the usual case) or a
-    GeneralGraph. `depth` is accepted for compatibility; the forest builds
-    its tables for the depths asked."""
+def doc_parse(doc: Doc, tokens: Optional[IntArray] = None, depth: Optional[int] = None) -> DocParse:
+    """The Doc's parse, from the batch's table or, outside a batch, the
+    builders' one. `tokens` and `depth` say which part the caller reads:
+    the paths of at most `depth` hops (None: any) from `tokens` (None: the
+    whole Doc); only that part is compared with a cached copy."""
     batch = _BATCH.get()
-    if batch is not None and id(doc) in batch.graphs:
-        return batch.graphs[id(doc)]
-    graph = build_doc_graph(head_indices(doc))
-    if batch is not None:
-        batch.graphs[id(doc)] = graph
-    return graph
+    return (BUILDER_PARSES if batch is None else batch).get(doc, tokens, depth)
 
 
-def has_complete_parse(doc: Doc) -> bool:
+def doc_trees(doc: Doc, depth: Optional[int] = None, tokens: Optional[IntArray] = None) -> DocGraph:
+    """The Doc's dependency graph: a Forest (the usual case) or a
+    GeneralGraph, for paths of at most `depth` hops from `tokens` (see
+    doc_parse); the forest builds its tables for the depths asked."""
+    return doc_parse(doc, tokens, depth).graph
+
+
+def has_complete_parse(doc: Doc, tokens: Optional[IntArray] = None, depth: Optional[int] = None) -> bool:
     """Whether every token has a dependency label: a Doc joined from parsed
     and unparsed Docs reports DEP annotation but has tokens without a head
-    of their own."""
-    batch = _BATCH.get()
-    if batch is not None and id(doc) in batch.complete_parse:
-        return batch.complete_parse[id(doc)]
-    complete = len(doc) == 0 or doc.has_annotation("DEP", require_complete=True)
-    if batch is not None:
-        batch.complete_parse[id(doc)] = complete
-    return complete
+    of their own. Cached like doc_trees: a parse found complete is checked
+    again only where `tokens` read it."""
+    return len(doc) == 0 or doc_parse(doc, tokens, depth).complete_parse
 
 
 def blockwise_reach(graph: DocGraph, rows: IntArray, cols: IntArray, threshold: int) -> BoolArray:

@@ -25,11 +25,11 @@ from spacy.tokens import Doc, Span
 from spacy.util import registry
 
 from .dependency_tree import (
+    DocGraph,
     ancestor_or_self,
     blockwise_distances,
     blockwise_reach,
-    doc_trees,
-    has_complete_parse,
+    doc_parse,
 )
 from .errors import Errors
 from .punctuation import check_punct_rule, punct_rule_from_flag
@@ -69,12 +69,20 @@ def builder_kind(builder: MaskBuilder) -> str:
     return getattr(builder, "kind", "mask")
 
 
-def _check_parse(doc: Doc, builder: object) -> None:
-    """A builder that reads the parse refuses Docs where some token has no
-    dependency label (no parse, or a partial one such as
-    Doc.from_docs([parsed, unparsed]))."""
-    if not has_complete_parse(doc):
+def _parsed_graph(doc: Doc, builder: object, tokens: numpy.ndarray, depth: Optional[int]) -> DocGraph:
+    """The Doc's graph, for the paths of at most `depth` hops (None: any)
+    from `tokens`. A builder that reads the parse refuses Docs where some
+    token has no dependency label (no parse, or a partial one such as
+    Doc.from_docs([parsed, unparsed])).
+
+    The graph is shared: within a batch by the component, and between the
+    builders' own calls (span by span over a long Doc, it is built once, not
+    once per span), where only the part of the parse that `tokens` and
+    `depth` read is compared with the Doc again."""
+    parse = doc_parse(doc, tokens, depth)
+    if not parse.complete_parse:
         raise MissingParseError.for_builder(repr(builder))
+    return parse.graph
 
 
 def _check_count(builder: str, arg: str, value: int, minimum: int) -> int:
@@ -164,10 +172,9 @@ class SyntaxMask:
         n_tokens = end - start
         if n_tokens == 0:
             return numpy.zeros((0, 0), dtype=bool)
-        _check_parse(doc, self)
-        graph = doc_trees(doc)
         tokens = numpy.arange(start, end)
         if not self.neighbours:
+            graph = _parsed_graph(doc, self, tokens, self.threshold)
             visible = blockwise_reach(graph, tokens, tokens, self.threshold)
         else:
             left, right = word_neighbours(doc, start, end)
@@ -175,6 +182,7 @@ class SyntaxMask:
             # and its outer neighbours), plus an all-False row for "none".
             rows = numpy.unique(numpy.concatenate([left, tokens, right]))
             rows = rows[rows >= 0]
+            graph = _parsed_graph(doc, self, rows, self.threshold)
             reach = numpy.zeros((len(rows) + 1, n_tokens), dtype=bool)
             reach[1:] = blockwise_reach(graph, rows, tokens, self.threshold)
             row_of = lambda token_ids: numpy.searchsorted(rows, token_ids) + 1  # noqa: E731
@@ -225,9 +233,8 @@ class AncestorMask:
         doc, start, end = span_bounds(doclike)
         if end == start:
             return numpy.zeros((0, 0), dtype=bool)
-        _check_parse(doc, self)
         tokens = numpy.arange(start, end)
-        return ancestor_or_self(doc_trees(doc), tokens, tokens)
+        return ancestor_or_self(_parsed_graph(doc, self, tokens, None), tokens, tokens)
 
 
 class TreeDistanceBuckets:
@@ -255,9 +262,9 @@ class TreeDistanceBuckets:
         doc, start, end = span_bounds(doclike)
         if end == start:
             return numpy.zeros((0, 0), dtype=numpy.int16)
-        _check_parse(doc, self)
         tokens = numpy.arange(start, end)
-        return blockwise_distances(doc_trees(doc, self.max_distance), tokens, tokens, self.max_distance)
+        graph = _parsed_graph(doc, self, tokens, self.max_distance)
+        return blockwise_distances(graph, tokens, tokens, self.max_distance)
 
 
 class SoftThresholdBias(TreeDistanceBuckets):
@@ -382,15 +389,15 @@ class DependencyScaleDistances:
         n_tokens = end - start
         if n_tokens == 0:
             return numpy.zeros((0, 0), dtype=numpy.int16)
-        _check_parse(doc, self)
         tokens = numpy.arange(start, end)
         left, right = word_neighbours(doc, start, end)
         # One row per distinct token of the minimum (the span's own tokens and
         # its outer neighbours), plus a "farther" row for a missing neighbour.
         rows = numpy.unique(numpy.concatenate([left, tokens, right]))
         rows = rows[rows >= 0]
+        graph = _parsed_graph(doc, self, rows, self.max_distance)
         distances = numpy.full((len(rows) + 1, n_tokens), self.max_distance + 1, dtype=numpy.int16)
-        distances[1:] = blockwise_distances(doc_trees(doc, self.max_distance), rows, tokens, self.max_distance)
+        distances[1:] = blockwise_distances(graph, rows, tokens, self.max_distance)
         row_of = lambda token_ids: numpy.searchsorted(rows, token_ids) + 1  # noqa: E731
         nearest = numpy.minimum(
             numpy.minimum(distances[numpy.where(left >= 0, row_of(left), 0)], distances[row_of(tokens)]),
