@@ -72,6 +72,21 @@ class Shard:
     first_line: int
 
 
+def check_pipeline(pipeline: str) -> None:
+    """Refuse, before any output is written or any worker starts, a pipeline
+    that spacy.load would not find: spacy.load's own [E050] surfaces as a
+    traceback in this process and as a failed task on Ray."""
+    from spacy.util import is_package
+
+    # what spacy.util.load_model accepts as a name
+    if pipeline.startswith("blank:") or is_package(pipeline) or Path(pipeline).exists():
+        return
+    raise AnnotationError(
+        f"Could not find the pipeline '{pipeline}': there is no directory {Path(pipeline).resolve()} and no "
+        "installed package of that name. Give a trained pipeline's directory or package name."
+    )
+
+
 @dataclass(frozen=True)
 class AnnotateSettings:
     pipeline: str  # a package name or a directory
@@ -90,6 +105,7 @@ class AnnotateSettings:
         return {".jsonl": "jsonl", ".spacy": "spacy"}.get(Path(self.input_path).suffix.lower(), "text")
 
     def check(self) -> None:
+        check_pipeline(self.pipeline)
         if self.output_format not in OUTPUT_FORMATS:
             raise AnnotationError(f"Unknown output format '{self.output_format}': use {' or '.join(OUTPUT_FORMATS)}.")
         unknown = [name for name in self.fields if name not in FIELDS]
@@ -310,7 +326,10 @@ def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
         import_file("spacy_sla_annotate_code", settings.code_path)
     if gpu_id >= 0:
         spacy.require_gpu(gpu_id)
-    nlp = spacy.load(settings.pipeline)
+    try:
+        nlp = spacy.load(settings.pipeline)
+    except OSError as error:  # e.g. a directory that holds no pipeline
+        raise AnnotationError(f"Could not load the pipeline '{settings.pipeline}': {' '.join(str(error).split())}") from error
     if "gates" in settings.fields:
         from .pipeline_component import SLATransformer
 

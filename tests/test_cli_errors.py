@@ -108,6 +108,24 @@ def test_experiment_fails_in_one_line_before_training(tmp_path: Path) -> None:
     failed(cli("experiment", "cola", *options), "Could not prepare the cola corpus", "No such file or directory")
 
 
+# annotate
+
+
+def test_annotate_with_a_missing_pipeline_fails_in_one_line_before_writing(tmp_path: Path) -> None:
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "The cat sat."}\n', encoding="utf8")
+    missing, output_dir = tmp_path / "no" / "pipeline", tmp_path / "annotated"
+    expected = (f"Could not find the pipeline '{missing}': there is no directory {missing.resolve()} "
+                "and no installed package of that name")
+    failed(cli("annotate", missing, texts, output_dir), expected)
+    # on Ray too, refused before Ray starts
+    failed(cli("annotate", missing, texts, output_dir, "--ray"), expected)
+    assert not output_dir.exists()
+    # a directory that holds no pipeline: spaCy's own error, in one line
+    (tmp_path / "empty").mkdir()
+    failed(cli("annotate", tmp_path / "empty", texts, output_dir), f"Could not load the pipeline '{tmp_path / 'empty'}': [E053]")
+
+
 # info, mask, gates on damaged or mismatched pipelines
 
 
