@@ -1,7 +1,8 @@
 """Generate the training configs in configs/ from the parts in configs/parts.
 
 Each config is common.cfg + the task's component (components/*.cfg) + the
-task (tasks/*.cfg) + an attention variant (attention/*.cfg), so the variants
+task (tasks/*.cfg) + an attention variant (spacy_sla/variants/*.cfg, the
+package's own, which `spacy sla init-config` also uses), so the variants
 of a task differ only in their [components.transformer] block. Gold-syntax
 configs drop the parser and read the corpora with spacy-sla.GoldSyntaxCorpus.v1.
 
@@ -23,6 +24,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from thinc.api import Config
 
+from spacy_sla.research.pipeline_configs import VARIANTS_DIR, variant_names
 from spacy_sla.research.tasks import TASKS
 
 CONFIGS = Path(__file__).parent
@@ -60,7 +62,7 @@ RECIPES = {
 
 
 def attention_variants() -> List[str]:
-    return sorted(path.stem for path in (PARTS / "attention").glob("*.cfg"))
+    return variant_names()
 
 
 def part_files(task: str, attention: str, recipe: Optional[str] = None) -> List[Path]:
@@ -71,7 +73,7 @@ def part_files(task: str, attention: str, recipe: Optional[str] = None) -> List[
         PARTS / "common.cfg",
         PARTS / "components" / f"{component}.cfg",
         PARTS / "tasks" / f"{task}.cfg",
-        PARTS / "attention" / f"{attention}.cfg",
+        VARIANTS_DIR / f"{attention}.cfg",  # the attention variants ship with the package (init-config)
     ]
     if recipe is not None:
         recipe_dir = PARTS / "recipes" / recipe
@@ -126,6 +128,11 @@ def in_order_of(merged: dict, before: dict) -> dict:
     }
 
 
+def _part_name(path: Path) -> str:
+    """A part as the header names it: relative to configs/parts, or to the repository for the package's variants."""
+    return str(path.relative_to(PARTS if path.is_relative_to(PARTS) else CONFIGS.parent))
+
+
 def build(task: str, attention: str, gold_syntax: bool = False, recipe: Optional[str] = None) -> Tuple[str, str]:
     """The file name and text of one generated config."""
     files = part_files(task, attention, recipe)
@@ -141,7 +148,7 @@ def build(task: str, attention: str, gold_syntax: bool = False, recipe: Optional
     if gold_syntax:
         config = use_gold_syntax(config)
         name += "_gold"
-    parts = ", ".join(str(path.relative_to(PARTS)) for path in files)
+    parts = ", ".join(_part_name(path) for path in files)
     header = HEADER.format(parts=parts) + ("" if recipe is None else RECIPES[recipe].header)
     return f"{name}.cfg", header + render(config)
 

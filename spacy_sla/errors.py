@@ -165,3 +165,71 @@ class Errors(metaclass=ErrorsWithCodes):
     E025 = (
         "Invalid {option} {value} for the mask statistics. Use one of: {choices}."
     )
+    E030 = (
+        "The config has no single spacy-transformers transformer component "
+        "to turn into attention variants (transformer components found: "
+        "{found}{given}; pipeline: {pipeline}). `spacy sla init-config` "
+        "needs a component with factory \"transformer\" (or \"sla_transformer\") "
+        "and the architecture spacy-transformers.TransformerModel.v1-v3, as "
+        "`spacy init config --gpu` writes it; with several, name one with "
+        "`--component NAME`."
+    )
+    E031 = (
+        "The dev set {path} has no documents. Give a .spacy file (or a "
+        "directory of them) with the documents to score, e.g. from `spacy "
+        "convert`."
+    )
+    E032 = (
+        "Unknown attention variant '{variant}'. The variants spacy-sla ships: "
+        "{variants} (docs/variants.md says what each one does)."
+    )
+    E033 = (
+        "Cannot source a parser from '{parser}': {reason}. SLA needs a "
+        "dependency parse before the transformer runs. Install a pipeline "
+        "with a parser (`python -m spacy download en_core_web_sm`; offline, "
+        "`pip install {offline}` and pass `--parser {offline}`), or pass the "
+        "path of a trained pipeline with a parser as `--parser`."
+    )
+    E034 = (
+        "The config's language is '{lang}', but the parser pipeline "
+        "'{parser}' is for '{parser_lang}'. Pass a pipeline with a parser for "
+        "'{lang}' as `--parser` (e.g. de_core_news_sm for German); SLA's masks "
+        "come from that parse."
+    )
+    E035 = (
+        "The pipeline's parser '{parser}' listens to the transformer "
+        "'{transformer}' (its model has a TransformerListener), so it can only "
+        "parse after the transformer has run, and the SLA transformer needs "
+        "the parse before it runs. Either give '{parser}' its own token-to-"
+        "vector layer (e.g. spacy.Tok2Vec.v2, or a parser sourced from a "
+        "trained pipeline with `replace_listeners`), or remove it from the "
+        "config and let init-config source a trained parser with `--parser`. "
+        "A second parser after the transformer would parse Docs that carry a "
+        "parse already, which spaCy's parser does not do reliably (W003)."
+    )
+    E036 = (
+        "No run scored {key} on the dev set {dev}: every model reported None, "
+        "so the dev set lacks the annotation the score needs (e.g. no "
+        "entities for ents_f, no cats for cats_score). Give a dev set with "
+        "that annotation, or weight other scores in [training.score_weights]."
+    )
+    E037 = (
+        "Cannot draw {size} training documents from {path}: {reason}. "
+        "`--train-sizes` takes whole numbers below the corpus size (or "
+        "\"all\") and a training corpus in spaCy's binary format (.spacy, or a "
+        "directory of them) read by spacy.Corpus.v1; convert other data with "
+        "`spacy convert`."
+    )
+    E038 = (
+        "The variant option `{option}` fits none of the chosen variants "
+        "({variants}). --threshold is the hop limit m of the syntax masks "
+        "(sla, sla-noneighbours, sla-nopunct), --window the width of the "
+        "window mask (window), --punct-rule the punctuation rule of both, "
+        "--sla-layers the layers with a local branch."
+    )
+    E039 = (
+        "No config for the variant '{variant}' in {config_dir} (no "
+        "{path}). Make the configs with `spacy sla init-config YOUR.cfg "
+        "{config_dir} --variants ...`, or leave the variant out with "
+        "`--variants`."
+    )

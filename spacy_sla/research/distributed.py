@@ -147,24 +147,37 @@ def progress_line(done: int, total: int, outcome: RunOutcome) -> str:
     return f"{prefix} {verb} in {outcome.seconds:.0f} s: {record.get('metric')} = {record.get('score', float('nan')):.4f}"
 
 
+def lost_run(run: GridRun, error: str) -> RunOutcome:
+    """The outcome of a run whose Ray task died; its training log may still say why."""
+    log_path = run.run_dir / TRAIN_LOG
+    return RunOutcome(run, "failed", 0.0, error=f"the Ray task failed: {error}", log_path=log_path,
+                      log_tail=log_tail(log_path))
+
+
 def run_grid(
-    runs: Sequence[GridRun],
+    runs: Sequence[Any],
     *,
     address: Optional[str] = None,
     cpus_per_run: float = 1.0,
     gpus_per_run: float = 0.0,
     max_retries: int = 1,
     report: Callable[[str], None] = print,
-) -> List[RunOutcome]:
+    execute: Callable[[Any, str], Any] = execute_run,
+    lost: Callable[[Any, str], Any] = lost_run,
+    describe: Callable[[int, int, Any], str] = progress_line,
+) -> List[Any]:
     """Run every run of the grid as a Ray task with the given resources
     (Ray starts as many at once as the cluster's CPUs and GPUs allow), report
     a progress line as each finishes, and return the outcomes in the order
     of `runs`. A run whose worker died (out of memory, a lost node) is retried
-    max_retries times by Ray, then reported as failed like any other."""
+    max_retries times by Ray, then reported as failed like any other.
+    execute(run, working_dir) is the task's body (a task grid's or an A/B's
+    run: anything with a `name`), lost(run, error) the outcome of a task that
+    died, describe(done, total, outcome) its progress line."""
     working_dir = os.getcwd()
-    outcomes: Dict[int, RunOutcome] = {}
+    outcomes: Dict[int, Any] = {}
     with ray_session(address) as ray:
-        remote_run = ray.remote(execute_run)
+        remote_run = ray.remote(execute)
         pending = {
             remote_run.options(
                 num_cpus=cpus_per_run, num_gpus=gpus_per_run, max_retries=max_retries, name=f"sla {run.name}"
@@ -176,13 +189,10 @@ def run_grid(
             position = pending.pop(finished)
             try:
                 outcome = ray.get(finished)
-            except Exception as error:  # the task itself died; its logs may still say why
-                run = runs[position]
-                log_path = run.run_dir / TRAIN_LOG
-                outcome = RunOutcome(run, "failed", 0.0, error=f"the Ray task failed: {str(error).splitlines()[0]}",
-                                     log_path=log_path, log_tail=log_tail(log_path))
+            except Exception as error:  # the task itself died
+                outcome = lost(runs[position], str(error).splitlines()[0])
             outcomes[position] = outcome
-            report(progress_line(len(outcomes), len(runs), outcome))
+            report(describe(len(outcomes), len(runs), outcome))
     return [outcomes[position] for position in range(len(runs))]
 
 

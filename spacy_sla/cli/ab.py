@@ -1,0 +1,133 @@
+"""`spacy sla init-config` and `spacy sla ab`: does SLA help *your*
+pipeline? Your config as attention variants, then an A/B comparison of
+them on your data."""
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import typer
+from spacy.cli._util import Arg, Opt, parse_config_overrides
+from wasabi import msg
+
+from ..research.ab import (
+    AbPlan,
+    AbResult,
+    dry_run_lines,
+    execute_logged,
+    lost_run,
+    parse_sizes,
+    prepare,
+    progress_line,
+    run_sequentially,
+)
+from ..research.ab_report import write_report
+from ..research.pipeline_configs import (
+    DEFAULT_PARSER,
+    REFERENCE,
+    VARIANT_OPTIONS,
+    init_variant_configs,
+    variant_names,
+)
+from ._app import sla_cli
+
+OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _split(values: str) -> List[str]:
+    return [value.strip() for value in values.split(",") if value.strip()]
+
+
+@sla_cli.command("init-config")
+def init_config_cli(
+    input_path: Path = Arg(..., help="Your config, e.g. from `spacy init config --gpu`", exists=True, dir_okay=False),
+    output_dir: Path = Arg(..., help="Writes OUTPUT_DIR/vanilla.cfg and OUTPUT_DIR/VARIANT.cfg"),
+    variants: str = Opt("sla,window", "--variants", help=f"Comma-separated, of: {', '.join(variant_names())}"),
+    parser: str = Opt(DEFAULT_PARSER, "--parser", help="A pipeline with a parser, sourced when the config has none"),
+    component: Optional[str] = Opt(None, "--component", help="The transformer component, if the config has several"),
+    no_vanilla_parser: bool = Opt(False, "--no-vanilla-parser", help="Leave the added parser out of vanilla.cfg"),
+    threshold: Optional[int] = Opt(None, "--threshold", help="m, the hop limit of the syntax masks (default 3)"),
+    window: Optional[int] = Opt(None, "--window", help="Tokens on each side of the window mask (default 3)"),
+    punct_rule: Optional[str] = Opt(None, "--punct-rule", help="authors, spacy or none"),
+    sla_layers: Optional[str] = Opt(None, "--sla-layers", help="Comma-separated layer indices with a local branch"),
+):
+    """Turn a spacy-transformers config into one config per attention
+    variant (vanilla first), identical except in the transformer's blocks,
+    with a parser before the transformer that gives SLA its parse."""
+    options = {"threshold": threshold, "window": window, "punct_rule": punct_rule,
+               "sla_layers": None if sla_layers is None else [int(layer) for layer in _split(sla_layers)]}
+    assert set(options) == set(VARIANT_OPTIONS)
+    try:
+        written = init_variant_configs(input_path, output_dir, _split(variants), parser=parser, transformer=component,
+                                       vanilla_parser=not no_vanilla_parser, options=options)
+    except (ValueError, OSError) as error:
+        msg.fail(str(error), exits=1)
+    for variant, path in written.items():
+        msg.good(f"{variant}: {path}")
+    msg.info(f"Next: python -m spacy sla ab {output_dir} OUTPUT_DIR --paths.train TRAIN --paths.dev DEV")
+
+
+@sla_cli.command("ab", context_settings=OVERRIDES)
+def ab_cli(
+    ctx: typer.Context,
+    config_dir: Path = Arg(..., help="The configs of `spacy sla init-config`", exists=True, file_okay=False),
+    output_dir: Path = Arg(..., help="Runs go to OUTPUT_DIR/[size-N/]VARIANT/seedN; report.md, report.json, report.png"),
+    variants: str = Opt("", "--variants", help="Comma-separated (default: every config in CONFIG_DIR but vanilla)"),
+    seeds: str = Opt("0,1,2", "--seeds", help="Comma-separated seeds, one run per variant each"),
+    train_sizes: str = Opt("all", "--train-sizes", help="Comma-separated training sizes in documents, or all"),
+    sample_seed: int = Opt(0, "--sample-seed", help="The seed of the training samples' draw"),
+    best: bool = Opt(False, "--best", help="Score model-best (chosen on the dev set) instead of model-last"),
+    resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents for the bootstrap"),
+    gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
+    dry_run: bool = Opt(False, "--dry-run", help="List the runs and their commands, run nothing"),
+    ray: bool = Opt(False, "--ray", help="Run every run as a Ray task: on a local Ray instance, or on --ray-address"),
+    ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray)"),
+    ray_cpus_per_run: float = Opt(1.0, "--ray-cpus-per-run"),
+    ray_gpus_per_run: float = Opt(0.0, "--ray-gpus-per-run"),
+    no_figure: bool = Opt(False, "--no-figure", help="Write report.md and report.json only"),
+):
+    """Train vanilla and each variant with every seed (`spacy train`), score
+    the last models on the dev set, and write a report: per score, the
+    paired difference to vanilla over seeds and over resampled dev
+    documents, verdicts, cost and dev curves. Needs --paths.train and
+    --paths.dev; other `--section.key value` arguments override the configs."""
+    overrides: Dict[str, object] = parse_config_overrides(ctx.args)
+    missing = [key for key in ("paths.train", "paths.dev") if key not in overrides]
+    if missing:
+        msg.fail(f"Give the data: {' and '.join('--' + key + ' PATH' for key in missing)}", exits=1)
+    if resamples < 1:
+        msg.fail(f"--resamples takes a whole number >= 1; got {resamples}", exits=1)
+    train_path, dev_path = Path(str(overrides.pop("paths.train"))), Path(str(overrides.pop("paths.dev")))
+    chosen = _split(variants) or sorted(path.stem for path in config_dir.glob("*.cfg") if path.stem != REFERENCE)
+    try:
+        plan = AbPlan(config_dir, output_dir, train_path, dev_path, chosen, [int(seed) for seed in _split(seeds)],
+                      parse_sizes(_split(train_sizes)), sample_seed, overrides, gpu_id,
+                      "best" if best else "last", resamples)
+        if dry_run:
+            plan.check()
+            for line in dry_run_lines(plan.runs()):
+                print(line)
+            return
+        runs = prepare(plan)
+    except (ValueError, OSError) as error:
+        msg.fail(str(error), exits=1)
+    if ray or ray_address:
+        from ..research.distributed import run_grid
+
+        if gpu_id >= 0 and ray_gpus_per_run <= 0:
+            msg.warn(f"--gpu-id {gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")
+        results: List[AbResult] = run_grid(runs, address=ray_address, cpus_per_run=ray_cpus_per_run,
+                                           gpus_per_run=ray_gpus_per_run, execute=execute_logged, lost=lost_run,
+                                           describe=progress_line)
+    else:
+        results = run_sequentially(runs)
+    failed = [result for result in results if result.failed]
+    for result in failed:
+        print(f"FAILED {result.run.name}: {result.error}\n" + "\n".join("    " + line for line in result.log_tail.splitlines()))
+    if failed:
+        msg.fail(f"{len(failed)} of {len(results)} runs failed (see above); run the same command again to retry them. "
+                 "No report was written.", exits=1)
+    try:
+        paths = write_report(plan, runs, figure=not no_figure)
+    except (ValueError, OSError) as error:
+        msg.fail(str(error), exits=1)
+    print(paths["md"].read_text(encoding="utf8"))
+    msg.good("Wrote " + ", ".join(str(path) for path in paths.values()))

@@ -1,0 +1,467 @@
+"""`spacy sla ab`: does SLA help *this* pipeline? The reference (vanilla)
+and each attention variant of a user's configs (`spacy sla init-config`)
+trained with every seed by `spacy train`, each model scored on the dev set
+(research/dev_evaluation.py), and one report (research/ab_report.py).
+
+Layout of OUTPUT_DIR:
+
+    plan.json                    what the comparison is: configs, data, seeds, sizes, overrides
+    data/train-N.spacy           with --train-sizes: the nested samples, data/samples.json says how drawn
+    [size-N/]VARIANT/seedS/      one run: train-config.cfg (what `spacy train` ran), run.json (settings and
+                                 training seconds), train-log.jsonl (the dev curve), model-last, model-best,
+                                 dev-evaluation.json (scores, speed, per-document statistics), *.log
+    report.md, report.json, report.png
+
+A run that finished with the same settings is kept, not trained again; an
+evaluation of the same model file, dev file and draws is kept too, so the
+command can be rerun after an interruption or with more seeds.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+import numpy
+from spacy.tokens import Doc, DocBin
+from spacy.util import load_config
+from spacy.vocab import Vocab
+from thinc.api import Config
+
+from ..errors import Errors
+from ..files import write_atomically
+from .dev_evaluation import EVALUATION_VERSION
+from .pipeline_configs import REFERENCE
+
+PLAN = "plan.json"
+RUN_SETTINGS = "run.json"
+RUN_CONFIG = "train-config.cfg"
+TRAIN_LOG = "train-log.jsonl"  # spaCy's ConsoleLogger.v3 output: one JSON line per evaluation
+EVALUATION = "dev-evaluation.json"
+SAMPLES = "samples.json"
+ALL = "all"
+
+
+def file_fingerprint(path: Path) -> Dict[str, Any]:
+    """Size and SHA-256 of a file, or of every .spacy file of a directory."""
+    digest = hashlib.sha256()
+    files = sorted(path.rglob("*.spacy")) if path.is_dir() else [path]
+    size = 0
+    for file_path in files:
+        size += file_path.stat().st_size
+        with file_path.open("rb") as file:
+            for chunk in iter(lambda: file.read(1 << 20), b""):
+                digest.update(chunk)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def read_docbin_corpus(path: Path) -> List[Doc]:
+    """The documents of a .spacy file or of every .spacy file under a
+    directory (in path order, as spacy.Corpus.v1 reads them)."""
+    files = sorted(path.rglob("*.spacy")) if path.is_dir() else [path]
+    vocab = Vocab()
+    return [doc for file_path in files for doc in DocBin().from_disk(file_path).get_docs(vocab)]
+
+
+def parse_sizes(values: Sequence[str]) -> List[Optional[int]]:
+    """--train-sizes 500,2000,all -> [500, 2000, None]; None is the whole set."""
+    sizes: List[Optional[int]] = []
+    for value in values:
+        if value == ALL:
+            sizes.append(None)
+        elif value.isdigit() and int(value) > 0:
+            sizes.append(int(value))
+        else:
+            raise ValueError(Errors.E037.format(size=value, path="the training corpus",
+                                                reason="not a whole number > 0 or \"all\""))
+    return sorted(set(sizes), key=lambda size: float("inf") if size is None else size)
+
+
+def size_label(size: Optional[int]) -> str:
+    return ALL if size is None else str(size)
+
+
+def draw_training_samples(train_path: Path, sizes: Sequence[Optional[int]], data_dir: Path, sample_seed: int
+                          ) -> Dict[Optional[int], Path]:
+    """One file per size below the whole set: the first N documents of one
+    permutation of the corpus (numpy's default_rng(sample_seed)), so the
+    samples are nested and the same for every variant and seed. Kept while
+    the corpus, the seed and the sizes are the same (data/samples.json)."""
+    paths: Dict[Optional[int], Path] = {size: data_dir / f"train-{size}.spacy" for size in sizes if size is not None}
+    if not paths:
+        return {None: train_path}
+    if not train_path.exists() or not (train_path.is_dir() or train_path.suffix == ".spacy"):
+        raise ValueError(Errors.E037.format(size=max(paths), path=train_path,
+                                            reason="it is not a .spacy file or a directory of them"))
+    record = {"source": str(train_path), "fingerprint": file_fingerprint(train_path), "sample_seed": sample_seed,
+              "sizes": sorted(paths)}
+    record_path = data_dir / SAMPLES
+    if record_path.exists() and all(path.exists() for path in paths.values()):
+        kept = json.loads(record_path.read_text(encoding="utf8"))
+        if {key: kept.get(key) for key in record} == record:
+            return {**paths, **({None: train_path} if None in sizes else {})}
+    docs = read_docbin_corpus(train_path)
+    n_documents = len(docs)
+    too_large = [size for size in paths if size >= n_documents]
+    if too_large:
+        raise ValueError(Errors.E037.format(size=min(too_large), path=train_path,
+                                            reason=f"it has {n_documents} documents"))
+    order = numpy.random.default_rng(sample_seed).permutation(n_documents)
+    for size, path in paths.items():
+        sample = DocBin(store_user_data=True, docs=[docs[index] for index in order[:size]])
+        write_atomically(path, sample.to_bytes())
+    write_atomically(record_path, json.dumps({**record, "documents": n_documents,
+                                              "order_head": order[:20].tolist()}, indent=2).encode("utf8"))
+    return {**paths, **({None: train_path} if None in sizes else {})}
+
+
+@dataclass(frozen=True)
+class AbRun:
+    """One (size, variant, seed) of the comparison, with what training and
+    evaluating it need."""
+
+    variant: str
+    seed: int
+    size: Optional[int]
+    config_path: Path
+    output_dir: Path
+    train_path: Path
+    dev_path: Path
+    overrides: Dict[str, Any] = field(default_factory=dict)
+    sizes_compared: bool = False  # whether the comparison has --train-sizes (then runs sit under size-N/)
+    gpu_id: int = -1
+    model: str = "last"  # "last" or "best": the model that is scored
+    resamples: int = 10000
+    random_seed: int = 0
+
+    @property
+    def name(self) -> str:
+        return (f"size {size_label(self.size)}/" if self.sizes_compared else "") + f"{self.variant}/seed{self.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        base = self.output_dir / f"size-{size_label(self.size)}" if self.sizes_compared else self.output_dir
+        return base / self.variant / f"seed{self.seed}"
+
+    @property
+    def model_dir(self) -> Path:
+        return self.run_dir / f"model-{self.model}"
+
+    def settings(self) -> Dict[str, Any]:
+        """What makes two runs the same run: a finished run with equal settings is kept."""
+        return {
+            "variant": self.variant, "seed": self.seed, "size": self.size,
+            "config": str(self.config_path), "config_sha256": file_fingerprint(self.config_path)["sha256"],
+            "train": str(self.train_path), "dev": str(self.dev_path), "overrides": self.overrides,
+            "gpu_id": self.gpu_id,
+        }
+
+    def train_command(self) -> List[str]:
+        return [sys.executable, "-m", "spacy", "train", str(self.run_dir / RUN_CONFIG), "--output",
+                str(self.run_dir), "--gpu-id", str(self.gpu_id)]
+
+    def evaluate_command(self) -> List[str]:
+        return [sys.executable, "-m", "spacy_sla.research.dev_evaluation", str(self.model_dir), str(self.dev_path),
+                str(self.run_dir / EVALUATION), "--gpu-id", str(self.gpu_id), "--resamples", str(self.resamples),
+                "--random-seed", str(self.random_seed)]
+
+
+def has_setting(config: Dict[str, Any], dotted: str) -> bool:
+    node: Any = config
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def run_config(run: AbRun) -> Config:
+    """The variant's config with the run's data, seed and overrides, and a
+    second logger beside the config's own that keeps every evaluation as a
+    JSON line (spaCy's ConsoleLogger.v3 with an output file, chained with
+    spacy-loggers' ChainLogger.v1), so the report can show the dev curve."""
+    config = load_config(run.config_path, interpolate=False)
+    settings = {"paths.train": str(run.train_path), "paths.dev": str(run.dev_path), "system.seed": run.seed}
+    settings.update({key: value for key, value in run.overrides.items() if has_setting(config, key)})
+    config = load_config(run.config_path, overrides=settings, interpolate=False)
+    training = config["training"]
+    training["logger"] = {
+        "@loggers": "spacy.ChainLogger.v1",
+        "logger1": training.get("logger") or {"@loggers": "spacy.ConsoleLogger.v1", "progress_bar": False},
+        "logger2": {"@loggers": "spacy.ConsoleLogger.v3", "progress_bar": None, "console_output": False,
+                    "output_file": str(run.run_dir / TRAIN_LOG)},
+    }
+    return config
+
+
+def _run_command(command: List[str], log_path: Optional[Path]) -> None:
+    """Run a command, failing with CalledProcessError; its output goes to
+    the terminal or, with log_path, to that file (a Ray worker has no
+    terminal, and a failed run is reported with the log's tail)."""
+    if log_path is None:
+        subprocess.run(command, check=True)
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w", encoding="utf8") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+
+
+def finished_settings(run: AbRun) -> Optional[Dict[str, Any]]:
+    """run.json of a run that finished with the same settings, else None."""
+    path = run.run_dir / RUN_SETTINGS
+    if not (path.exists() and run.model_dir.exists()):
+        return None
+    record = json.loads(path.read_text(encoding="utf8"))
+    return record if record.get("settings") == run.settings() else None
+
+
+def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> Dict[str, Any]:
+    """Train one run with `spacy train` (unless it finished before with the
+    same settings); returns its run.json."""
+    if not force:
+        kept = finished_settings(run)
+        if kept is not None:
+            return {**kept, "kept": True}
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    (run.run_dir / RUN_SETTINGS).unlink(missing_ok=True)
+    (run.run_dir / EVALUATION).unlink(missing_ok=True)
+    (run.run_dir / TRAIN_LOG).unlink(missing_ok=True)  # spaCy's logger would refuse to overwrite it
+    write_atomically(run.run_dir / RUN_CONFIG, run_config(run).to_str(interpolate=False).encode("utf8"))
+    started = time.perf_counter()
+    _run_command(run.train_command(), log_path)
+    record = {"settings": run.settings(), "train_seconds": round(time.perf_counter() - started, 2)}
+    write_atomically(run.run_dir / RUN_SETTINGS, json.dumps(record, indent=2).encode("utf8"))
+    return record
+
+
+def evaluation_key(run: AbRun) -> Dict[str, Any]:
+    return {"version": EVALUATION_VERSION, "model": file_fingerprint(run.model_dir / "meta.json"),
+            "dev": file_fingerprint(run.dev_path), "resamples": run.resamples, "random_seed": run.random_seed}
+
+
+def evaluate(run: AbRun, log_path: Optional[Path] = None) -> Dict[str, Any]:
+    """Score the run's model on the dev set (dev_evaluation in its own
+    process), or read the evaluation made before of the same model, dev
+    file and draws."""
+    path = run.run_dir / EVALUATION
+    key = evaluation_key(run)
+    if path.exists():
+        kept = json.loads(path.read_text(encoding="utf8"))
+        if kept.get("key") == key:
+            return kept
+    _run_command(run.evaluate_command(), log_path)
+    evaluation = json.loads(path.read_text(encoding="utf8"))
+    evaluation["key"] = key
+    write_atomically(path, json.dumps(evaluation).encode("utf8"))
+    return evaluation
+
+
+def training_curve(run: AbRun) -> List[Dict[str, Any]]:
+    """The weighted dev score and the logged scores (fractions) at every
+    evaluation of the run, from spaCy's JSON lines."""
+    path = run.run_dir / TRAIN_LOG
+    if not path.exists():
+        return []
+    curve = []
+    for line in path.read_text(encoding="utf8").splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            curve.append({"step": entry["step"], "score": entry["score"],
+                          "scores": {key: value / 100 for key, value in entry.get("scores", {}).items()
+                                     if key != "speed" and isinstance(value, (int, float))}})
+    return curve
+
+
+@dataclass
+class AbPlan:
+    """Everything `spacy sla ab` was asked to compare."""
+
+    config_dir: Path
+    output_dir: Path
+    train_path: Path
+    dev_path: Path
+    variants: List[str]
+    seeds: List[int]
+    sizes: List[Optional[int]] = field(default_factory=lambda: [None])
+    sample_seed: int = 0
+    overrides: Dict[str, Any] = field(default_factory=dict)
+    gpu_id: int = -1
+    model: str = "last"
+    resamples: int = 10000
+    random_seed: int = 0
+
+    @property
+    def arms(self) -> List[str]:
+        """The reference first, then the variants."""
+        return [REFERENCE] + [variant for variant in self.variants if variant != REFERENCE]
+
+    def config_path(self, variant: str) -> Path:
+        return self.config_dir / f"{variant}.cfg"
+
+    def check(self) -> None:
+        """Refuse what cannot work before anything is trained: a missing
+        variant config, an override no config has, a dev set without
+        documents or without the annotation the configs' scores need."""
+        for variant in self.arms:
+            if not self.config_path(variant).is_file():
+                raise ValueError(Errors.E039.format(variant=variant, config_dir=self.config_dir,
+                                                    path=self.config_path(variant)))
+        configs = [load_config(self.config_path(variant), interpolate=False) for variant in self.arms]
+        for key in self.overrides:
+            if not any(has_setting(config, key) for config in configs):
+                raise ValueError(f"None of the configs in {self.config_dir} has the setting {key} to override.")
+        check_dev_annotation(self.dev_path, configs[0])
+
+    def runs(self, training_files: Optional[Dict[Optional[int], Path]] = None) -> List[AbRun]:
+        """Size by size, seed by seed, the reference first: an interrupted
+        comparison has its finished runs paired."""
+        files = training_files or {size: self.output_dir / "data" / f"train-{size}.spacy" if size else self.train_path
+                                   for size in self.sizes}
+        return [
+            AbRun(variant, seed, size, self.config_path(variant), self.output_dir, files[size], self.dev_path,
+                  self.overrides, len(self.sizes) > 1 or self.sizes != [None], self.gpu_id, self.model,
+                  self.resamples, self.random_seed)
+            for size in self.sizes for seed in self.seeds for variant in self.arms
+        ]
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "config_dir": str(self.config_dir), "reference": REFERENCE, "variants": self.arms,
+            "configs": {variant: {"path": str(self.config_path(variant)),
+                                  **file_fingerprint(self.config_path(variant))} for variant in self.arms},
+            "train": str(self.train_path), "dev": str(self.dev_path), "seeds": self.seeds,
+            "train_sizes": [size_label(size) for size in self.sizes], "sample_seed": self.sample_seed,
+            "overrides": self.overrides, "model": self.model, "resamples": self.resamples,
+            "random_seed": self.random_seed, "gpu_id": self.gpu_id,
+        }
+
+
+# score key prefix -> (what the dev Docs must have, the Doc check)
+ANNOTATION_NEEDED: Dict[str, Any] = {
+    "ents_": ("entities", lambda doc: doc.has_annotation("ENT_IOB")),
+    "cats_": ("text categories (doc.cats)", lambda doc: bool(doc.cats)),
+    "tag_": ("fine-grained tags (token.tag_)", lambda doc: doc.has_annotation("TAG")),
+    "pos_": ("coarse-grained tags (token.pos_)", lambda doc: doc.has_annotation("POS")),
+    "morph_": ("morphological features (token.morph)", lambda doc: doc.has_annotation("MORPH")),
+    "lemma_": ("lemmas (token.lemma_)", lambda doc: doc.has_annotation("LEMMA")),
+    "dep_": ("a dependency parse", lambda doc: doc.has_annotation("DEP")),
+    "sents_": ("sentence boundaries", lambda doc: doc.has_annotation("SENT_START")),
+}
+
+
+def weighted_scores(config: Dict[str, Any]) -> List[str]:
+    """The keys of the config's score weights that count (a weight other than 0 or null)."""
+    return [key for key, value in config.get("training", {}).get("score_weights", {}).items() if value]
+
+
+def check_dev_annotation(dev_path: Path, config: Dict[str, Any]) -> None:
+    """[E031] for a dev set without documents; [E036] for one whose documents
+    lack the annotation a weighted score needs (checked for spaCy's own
+    score families on .spacy dev sets; others are checked after evaluation)."""
+    if not dev_path.exists() or not (dev_path.is_dir() or dev_path.suffix == ".spacy"):
+        return
+    docs = read_docbin_corpus(dev_path)
+    if not docs:
+        raise ValueError(Errors.E031.format(path=dev_path))
+    for key in weighted_scores(config):
+        for prefix, (what, present) in ANNOTATION_NEEDED.items():
+            if key.startswith(prefix) and not any(present(doc) for doc in docs):
+                raise ValueError(Errors.E036.format(key=key, dev=dev_path) + f" (no document has {what})")
+        if key.startswith("spans_"):
+            spans_key = key[len("spans_"):].rsplit("_", 1)[0]
+            if not any(spans_key in doc.spans for doc in docs):
+                raise ValueError(Errors.E036.format(key=key, dev=dev_path) + f" (no document has doc.spans['{spans_key}'])")
+
+
+def prepare(plan: AbPlan) -> List[AbRun]:
+    """Check the plan, draw the training samples and record the plan."""
+    plan.check()
+    files = draw_training_samples(plan.train_path, plan.sizes, plan.output_dir / "data", plan.sample_seed)
+    write_atomically(plan.output_dir / PLAN, json.dumps(plan.to_json(), indent=2).encode("utf8"))
+    return plan.runs(files)
+
+
+@dataclass
+class AbResult:
+    run: AbRun
+    status: str  # "trained", "kept" or "failed"
+    seconds: float
+    record: Optional[Dict[str, Any]] = None  # run.json with the evaluation's scores
+    error: str = ""
+    log_tail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+
+def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -> AbResult:
+    """Train and evaluate one run; never raises for a failed run (its
+    result says why), so a grid goes on. With logs, the commands' output
+    goes to the run's train.log and evaluate.log."""
+    started = time.perf_counter()
+    previous = os.getcwd()
+    if working_dir is not None:
+        if not Path(working_dir).is_dir():
+            return AbResult(run, "failed", 0.0, error=f"the working directory {working_dir} is not on this node")
+        os.chdir(working_dir)
+    stage = "train"
+    try:
+        kept = finished_settings(run) is not None
+        record = train(run, run.run_dir / "train.log" if logs else None)
+        stage = "evaluate"
+        evaluation = evaluate(run, run.run_dir / "evaluate.log" if logs else None)
+        return AbResult(run, "kept" if kept else "trained", time.perf_counter() - started,
+                         record={**record, "scores": evaluation["scores"]})
+    except subprocess.CalledProcessError as error:
+        log = run.run_dir / f"{stage}.log"
+        tail = "\n".join(log.read_text(encoding="utf8", errors="replace").splitlines()[-25:]) if log.exists() else ""
+        return AbResult(run, "failed", time.perf_counter() - started,
+                         error=f"`{stage}` exited with status {error.returncode}", log_tail=tail)
+    except Exception as error:  # a broken config, an unreadable file: report, don't stop the grid
+        return AbResult(run, "failed", time.perf_counter() - started, error=f"{stage}: {type(error).__name__}: {error}",
+                         log_tail=traceback.format_exc(limit=-3))
+    finally:
+        os.chdir(previous)
+
+
+def execute_logged(run: AbRun, working_dir: str) -> AbResult:
+    """execute() as a Ray task's body: in the driver's working directory, output to the run's logs."""
+    return execute(run, working_dir, logs=True)
+
+
+def lost_run(run: AbRun, error: str) -> AbResult:
+    """The result of a run whose Ray task died."""
+    log = run.run_dir / "train.log"
+    tail = "\n".join(log.read_text(encoding="utf8", errors="replace").splitlines()[-25:]) if log.exists() else ""
+    return AbResult(run, "failed", 0.0, error=f"the Ray task failed: {error}", log_tail=tail)
+
+
+def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = print) -> List[AbResult]:
+    results = []
+    for position, run in enumerate(runs, 1):
+        report(f"[{position}/{len(runs)}] {run.name}: " + " ".join(run.train_command()))
+        result = execute(run)
+        results.append(result)
+        report(progress_line(position, len(runs), result))
+    return results
+
+
+def progress_line(done: int, total: int, result: AbResult) -> str:
+    prefix = f"[{done}/{total}] {result.run.name}"
+    if result.failed:
+        return f"{prefix} FAILED after {result.seconds:.0f} s: {result.error}"
+    verb = "trained and evaluated" if result.status == "trained" else "kept (finished before)"
+    return f"{prefix} {verb} in {result.seconds:.0f} s"
+
+
+def dry_run_lines(runs: Sequence[AbRun]) -> Iterator[str]:
+    for run in runs:
+        yield f"{run.name}:"
+        yield "  " + " ".join(run.train_command()) + f"    ({RUN_CONFIG}: {run.config_path} with the run's settings)"
+        yield "  " + " ".join(run.evaluate_command())
