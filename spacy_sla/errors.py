@@ -139,12 +139,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "{training_dir} --variants {variant} --seeds {seed}`, or leave the "
         "seed out with `--seeds`."
     )
-    E021 = (
-        "The task {task} is scored by {metric}, which the bootstrap over "
-        "documents cannot recompute from per-document counts (it supports "
-        "{supported}). Compare the runs over seeds with `spacy sla compare` "
-        "instead."
-    )
     E022 = (
         "{n_docs} Doc(s) have no dependency parse, and no parser was given to "
         "parse them. Pass a pipeline with a parser (`--parser "

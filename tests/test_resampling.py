@@ -16,9 +16,11 @@ from spacy.training import Example
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.research import dev_predictions
-from spacy_sla.research.dev_predictions import DEV_COUNTS, bootstrap_comparison, bootstrap_table
-from spacy_sla.research.resampling import entity_counts, example_statistics, metric_from_counts, paired_bootstrap
+from spacy_sla.research import ab
+from spacy_sla.research.ab import EVALUATION
+from spacy_sla.research.dev_predictions import bootstrap_comparison, bootstrap_table
+from spacy_sla.research.resampling import DrawValues, bootstrap_interval
+from spacy_sla.research.score_statistics import CountStatistic, component_statistics, entity_counts, full_set_value
 from spacy_sla.training.scorers import entity_score, error_detection_counts, textcat_score
 
 LABELS = ["NEGATIVE", "POSITIVE"]
@@ -42,13 +44,14 @@ def cats_examples(nlp: Language, pairs: Sequence[Sequence[str]]) -> List[Example
 def test_cats_counts_add_up_to_the_scorers_accuracy_and_mcc(nlp):
     pairs = [("POSITIVE", "POSITIVE")] * 5 + [("POSITIVE", "NEGATIVE")] * 2 + [("NEGATIVE", "NEGATIVE")] * 4 + [("NEGATIVE", "POSITIVE")]
     examples = cats_examples(nlp, pairs)
-    counts = example_statistics(examples, "cats_mcc", LABELS)
+    statistics = component_statistics({"@scorers": "spacy-sla.textcat_scorer.v1"}, examples, {"labels": LABELS})
+    counts = statistics["cats_mcc"].counts
     assert counts.shape == (12, 4) and counts.sum(axis=1).tolist() == [1] * 12  # one cell of the 2 x 2 matrix each
     assert counts.sum(axis=0).tolist() == [4, 1, 2, 5]  # rows gold NEGATIVE, POSITIVE; columns predicted
     scores = textcat_score(examples, labels=LABELS)
-    assert metric_from_counts("cats_accuracy", counts.sum(axis=0)) == pytest.approx(9 / 12) == scores["cats_accuracy"]
+    assert full_set_value(statistics["cats_accuracy"]) == pytest.approx(9 / 12) == scores["cats_accuracy"]
     expected_mcc = (5 * 4 - 1 * 2) / math.sqrt(6 * 7 * 5 * 6)
-    assert metric_from_counts("cats_mcc", counts.sum(axis=0)) == pytest.approx(expected_mcc) == pytest.approx(scores["cats_mcc"])
+    assert full_set_value(statistics["cats_mcc"]) == pytest.approx(expected_mcc) == pytest.approx(scores["cats_mcc"])
 
 
 def entity_example(nlp: Language, words: List[str], gold: List[str], predicted_words: List[str], predicted: List[tuple]) -> Example:
@@ -73,9 +76,9 @@ def test_entity_counts_follow_spacys_exact_match_rules(nlp):
     missing = entity_example(nlp, words, ["B-PER", "O", "O", "", "", "O"], words, [(3, 5, "LOC")])
     assert entity_counts(missing) == [0, 0, 1]
     examples = [right_and_wrong_type, merged, missing]
-    counts = example_statistics(examples, "ents_f")
-    assert counts.sum(axis=0).tolist() == [2, 1, 3]
-    assert metric_from_counts("ents_f", counts.sum(axis=0)) == pytest.approx(entity_score(examples)["ents_f"]) == pytest.approx(2 * 2 / (2 * 2 + 1 + 3))
+    statistic = component_statistics({"@scorers": "spacy-sla.entity_scorer.v1"}, examples, {})["ents_f"]
+    assert statistic.counts.sum(axis=0).tolist() == [2, 1, 3]
+    assert full_set_value(statistic) == pytest.approx(entity_score(examples)["ents_f"]) == pytest.approx(2 * 2 / (2 * 2 + 1 + 3))
 
 
 def test_error_detection_counts_add_up(nlp):
@@ -83,16 +86,17 @@ def test_error_detection_counts_add_up(nlp):
     for gold, pred in [(["c", "i", "c"], ["c", "i", "i"]), (["i", "c"], ["c", "c"])]:
         doc = Doc(nlp.vocab, words=["w"] * len(pred), tags=pred)
         examples.append(Example(doc, Doc(nlp.vocab, words=["w"] * len(gold), tags=gold)))
-    counts = example_statistics(examples, "ged_f05")
-    assert counts.tolist() == [[1, 1, 0], [0, 0, 1]]
-    assert tuple(counts.sum(axis=0)) == error_detection_counts(examples, "i")
+    statistic = component_statistics({"@scorers": "spacy-sla.error_detection_scorer.v1"}, examples, {})["ged_f05"]
+    assert statistic.counts.tolist() == [[1, 1, 0], [0, 0, 1]]
+    assert tuple(statistic.counts.sum(axis=0)) == error_detection_counts(examples, "i")
     precision, recall = 1 / 2, 1 / 2
-    assert metric_from_counts("ged_f05", counts.sum(axis=0)) == pytest.approx(1.25 * precision * recall / (0.25 * precision + recall))
+    assert full_set_value(statistic) == pytest.approx(1.25 * precision * recall / (0.25 * precision + recall))
 
 
-def test_a_metric_without_counts_is_refused(nlp):
-    with pytest.raises(ValueError, match="tag_acc"):
-        example_statistics([], "tag_acc")
+def test_a_scorer_without_statistics_gets_none(nlp):
+    """Its scores are recomputed by the scorer on every draw instead (dev_evaluation)."""
+    assert component_statistics({"@scorers": "my.scorer.v1"}, [], {}) == {}
+    assert component_statistics(None, [], {}) == {}
 
 
 def accuracy_counts(correct: Sequence[bool]) -> numpy.ndarray:
@@ -101,11 +105,27 @@ def accuracy_counts(correct: Sequence[bool]) -> numpy.ndarray:
     return numpy.array([[0, 0, 0, 1] if right else [0, 0, 1, 0] for right in correct], dtype=numpy.int64)
 
 
+def evaluation(counts: numpy.ndarray) -> dict:
+    """A model's dev evaluation as dev_evaluation writes it, with accuracy's statistic alone."""
+    return {"documents": len(counts), "statistics": {
+        "cats_accuracy": {"method": "counts", "statistic": CountStatistic("confusion_accuracy", counts).to_json()}}}
+
+
+def paired_bootstrap(variant: dict, reference: dict, resamples: int, random_seed: int = 0) -> dict:
+    models = {**{("variant", seed): evaluation(counts) for seed, counts in variant.items()},
+              **{("reference", seed): evaluation(counts) for seed, counts in reference.items()}}
+    draws = DrawValues(models, resamples, random_seed)
+    seeds = sorted(variant)
+    observed = numpy.mean([full_set_value(CountStatistic("confusion_accuracy", variant[seed]))
+                           - full_set_value(CountStatistic("confusion_accuracy", reference[seed])) for seed in seeds])
+    return bootstrap_interval(draws.difference("variant", "reference", seeds, "cats_accuracy"), observed, resamples)
+
+
 def test_identical_models_differ_by_nothing_in_every_draw():
     counts = accuracy_counts([True, False, True, True])
-    result = paired_bootstrap({0: counts, 1: counts}, {0: counts, 1: counts}, "cats_accuracy", resamples=200)
+    result = paired_bootstrap({0: counts, 1: counts}, {0: counts, 1: counts}, resamples=200)
     assert result["mean"] == 0 and result["low"] == 0 and result["high"] == 0
-    assert result["p_value"] == 1.0 and result["verdict"] == "not shown" and result["seeds"] == [0, 1]
+    assert result["p_value"] == 1.0 and result["verdict"] == "not shown"
 
 
 def test_the_bootstrap_interval_matches_the_normal_approximation():
@@ -113,12 +133,12 @@ def test_the_bootstrap_interval_matches_the_normal_approximation():
     # the per-document differences are Bernoulli(0.1), so the mean's sd is sqrt(0.1 * 0.9 / 400) = 0.015.
     reference = accuracy_counts([False] * 40 + [True] * 360)
     variant = accuracy_counts([True] * 400)
-    result = paired_bootstrap({0: variant}, {0: reference}, "cats_accuracy", resamples=4000, random_seed=1)
+    result = paired_bootstrap({0: variant}, {0: reference}, resamples=4000, random_seed=1)
     assert result["mean"] == pytest.approx(0.1)
     assert result["low"] == pytest.approx(0.1 - 1.96 * 0.015, abs=0.004)
     assert result["high"] == pytest.approx(0.1 + 1.96 * 0.015, abs=0.004)
     assert result["verdict"] == "better" and result["p_value"] == 0.0
-    reversed_result = paired_bootstrap({0: reference}, {0: variant}, "cats_accuracy", resamples=4000, random_seed=1)
+    reversed_result = paired_bootstrap({0: reference}, {0: variant}, resamples=4000, random_seed=1)
     assert reversed_result["verdict"] == "worse" and reversed_result["high"] == pytest.approx(-result["low"])
 
 
@@ -126,13 +146,13 @@ def test_seeds_share_each_draw_of_the_documents():
     # seed 0: the variant gains on document 0, seed 1: it loses on document 0. With a shared draw the
     # mean over seeds is 0 in every draw; independent draws would scatter it.
     right, wrong = accuracy_counts([True, True, True]), accuracy_counts([False, True, True])
-    result = paired_bootstrap({0: right, 1: wrong}, {0: wrong, 1: right}, "cats_accuracy", resamples=300)
+    result = paired_bootstrap({0: right, 1: wrong}, {0: wrong, 1: right}, resamples=300)
     assert result["low"] == result["high"] == 0
 
 
 def test_models_scored_on_different_documents_are_refused():
     with pytest.raises(ValueError, match="different numbers of documents"):
-        paired_bootstrap({0: accuracy_counts([True])}, {0: accuracy_counts([True, False])}, "cats_accuracy")
+        paired_bootstrap({0: accuracy_counts([True])}, {0: accuracy_counts([True, False])}, resamples=10)
 
 
 def write_run(training_dir: Path, variant: str, seed: int, nlp: Language) -> None:
@@ -187,23 +207,21 @@ def test_bootstrap_command_compares_trained_runs_on_their_dev_documents(tmp_path
     assert row["over_seeds"]["mean"] == pytest.approx(row["over_documents"]["mean"])
     assert row["over_documents"]["low"] <= row["over_documents"]["mean"] <= row["over_documents"]["high"]
     assert "| sla − vanilla | 2 |" in result.output and "| sla − vanilla | 2 |" in bootstrap_table(comparison)
-    assert (training_dir / "sla" / "seed0" / DEV_COUNTS).exists()
+    assert (training_dir / "sla" / "seed0" / EVALUATION).exists()
 
-    # a second comparison reads the kept counts instead of running the models
+    # a second comparison reads the kept evaluations instead of running the models
     def no_model(*args, **kwargs):
-        raise AssertionError("a model was loaded although its counts were kept")
+        raise AssertionError("a model was evaluated although its evaluation was kept")
 
-    monkeypatch.setattr(dev_predictions.spacy, "load", no_model)
+    monkeypatch.setattr(ab, "run_command", no_model)
     again = bootstrap_comparison("sst2", corpus_dir, training_dir, ["sla"], "vanilla", resamples=500)
     assert {name: {str(seed): score for seed, score in scores.items()} for name, scores in again["rows"][0]["scores"].items()} == row["scores"]
 
 
-def test_a_missing_run_or_an_unsupported_metric_is_a_coded_error(tmp_path):
+def test_a_missing_run_is_a_coded_error(tmp_path):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "training").mkdir()
     failed = CliRunner().invoke(app, ["sla", "bootstrap", "sst2", str(tmp_path / "corpus"), str(tmp_path / "training"), "--seeds", "3"])
     assert failed.exit_code == 1 and "[E020]" in failed.output and "Traceback" not in failed.output
     with pytest.raises(ValueError, match=r"\[E020\].*vanilla, seed 3"):
         bootstrap_comparison("sst2", tmp_path / "corpus", tmp_path / "training", ["sla"], "vanilla", seeds=[3])
-    with pytest.raises(ValueError, match=r"\[E021\].*tag_acc"):
-        bootstrap_comparison("ud", tmp_path / "corpus", tmp_path / "training", ["sla"], "vanilla")

@@ -5,7 +5,7 @@ from typing import List, Optional
 
 import spacy
 from spacy.language import Language
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 
@@ -234,4 +234,30 @@ def varied_docs(n_docs: int, seed: int = 0) -> List[Doc]:
             docs.append(Doc.from_docs([the_cat_sat(english_vocab()) for _ in range(1 + i % 3)]))
         else:
             docs.append(random_parsed_doc(rng, rng.randint(1, 30)))
+    return docs
+
+
+ANIMALS = ("cat", "dog")
+
+
+def annotated_docs(n_docs: int, seed: int) -> List[Doc]:
+    """Random short Docs with every annotation the components of `spacy init
+    config` learn: tags, POS, morphology, lemmas, entities, spans (key "sc")
+    and exclusive text categories."""
+    rng = random.Random(seed)
+    vocab = english_vocab()
+    words = "the cat saw a dog and she ran on the big mat".split()
+    docs = []
+    for _ in range(n_docs):
+        chosen = [rng.choice(words) for _ in range(rng.randint(4, 9))]
+        nouns = [word in ANIMALS or word == "mat" for word in chosen]
+        doc = Doc(vocab, words=chosen, tags=["NN" if noun else "XX" for noun in nouns],
+                  pos=["NOUN" if noun else "X" for noun in nouns],
+                  morphs=["Number=Sing" if noun else "" for noun in nouns],
+                  lemmas=[word.rstrip("s") for word in chosen])
+        doc.ents = [Span(doc, i, i + 1, "ANIMAL") for i, word in enumerate(chosen) if word in ANIMALS]
+        doc.spans["sc"] = [Span(doc, i, i + 1, "THING") for i, word in enumerate(chosen) if word == "mat"]
+        positive = "cat" in chosen
+        doc.cats = {"POS": float(positive), "NEG": float(not positive)}
+        docs.append(doc)
     return docs

@@ -166,9 +166,8 @@ class AbRun:
                 str(self.run_dir), "--gpu-id", str(self.gpu_id)]
 
     def evaluate_command(self) -> List[str]:
-        return [sys.executable, "-m", "spacy_sla.research.dev_evaluation", str(self.model_dir), str(self.dev_path),
-                str(self.run_dir / EVALUATION), "--gpu-id", str(self.gpu_id), "--resamples", str(self.resamples),
-                "--random-seed", str(self.random_seed)]
+        return evaluation_command(self.model_dir, self.dev_path, self.run_dir / EVALUATION, self.gpu_id,
+                                  self.resamples, self.random_seed)
 
 
 def has_setting(config: Dict[str, Any], dotted: str) -> bool:
@@ -199,7 +198,7 @@ def run_config(run: AbRun) -> Config:
     return config
 
 
-def _run_command(command: List[str], log_path: Optional[Path]) -> None:
+def run_command(command: List[str], log_path: Optional[Path]) -> None:
     """Run a command, failing with CalledProcessError; its output goes to
     the terminal or, with log_path, to that file (a Ray worker has no
     terminal, and a failed run is reported with the log's tail)."""
@@ -233,32 +232,49 @@ def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> D
     (run.run_dir / TRAIN_LOG).unlink(missing_ok=True)  # spaCy's logger would refuse to overwrite it
     write_atomically(run.run_dir / RUN_CONFIG, run_config(run).to_str(interpolate=False).encode("utf8"))
     started = time.perf_counter()
-    _run_command(run.train_command(), log_path)
+    run_command(run.train_command(), log_path)
     record = {"settings": run.settings(), "train_seconds": round(time.perf_counter() - started, 2)}
     write_atomically(run.run_dir / RUN_SETTINGS, json.dumps(record, indent=2).encode("utf8"))
     return record
 
 
-def evaluation_key(run: AbRun) -> Dict[str, Any]:
-    return {"version": EVALUATION_VERSION, "model": file_fingerprint(run.model_dir / "meta.json"),
-            "dev": file_fingerprint(run.dev_path), "resamples": run.resamples, "random_seed": run.random_seed}
+def evaluation_command(model_dir: Path, dev_path: Path, output: Path, gpu_id: int = -1, resamples: int = 10000,
+                       random_seed: int = 0) -> List[str]:
+    return [sys.executable, "-m", "spacy_sla.research.dev_evaluation", str(model_dir), str(dev_path), str(output),
+            "--gpu-id", str(gpu_id), "--resamples", str(resamples), "--random-seed", str(random_seed)]
+
+
+def evaluate_saved_model(
+    model_dir: Path,
+    dev_path: Path,
+    output: Path,
+    *,
+    gpu_id: int = -1,
+    resamples: int = 10000,
+    random_seed: int = 0,
+    log_path: Optional[Path] = None,
+) -> Dict[str, Any]:
+    """Score a saved pipeline on a dev set (dev_evaluation in its own
+    process: `spacy evaluate`'s scores, the speed, the per-document
+    statistics) into output, or read the evaluation made there before of
+    the same model, dev file and draws."""
+    key = {"version": EVALUATION_VERSION, "model": file_fingerprint(model_dir / "meta.json"),
+           "dev": file_fingerprint(dev_path), "resamples": resamples, "random_seed": random_seed}
+    if output.exists():
+        kept = json.loads(output.read_text(encoding="utf8"))
+        if kept.get("key") == key:
+            return kept
+    run_command(evaluation_command(model_dir, dev_path, output, gpu_id, resamples, random_seed), log_path)
+    evaluation = json.loads(output.read_text(encoding="utf8"))
+    evaluation["key"] = key
+    write_atomically(output, json.dumps(evaluation).encode("utf8"))
+    return evaluation
 
 
 def evaluate(run: AbRun, log_path: Optional[Path] = None) -> Dict[str, Any]:
-    """Score the run's model on the dev set (dev_evaluation in its own
-    process), or read the evaluation made before of the same model, dev
-    file and draws."""
-    path = run.run_dir / EVALUATION
-    key = evaluation_key(run)
-    if path.exists():
-        kept = json.loads(path.read_text(encoding="utf8"))
-        if kept.get("key") == key:
-            return kept
-    _run_command(run.evaluate_command(), log_path)
-    evaluation = json.loads(path.read_text(encoding="utf8"))
-    evaluation["key"] = key
-    write_atomically(path, json.dumps(evaluation).encode("utf8"))
-    return evaluation
+    """The run's model on the dev set (evaluate_saved_model)."""
+    return evaluate_saved_model(run.model_dir, run.dev_path, run.run_dir / EVALUATION, gpu_id=run.gpu_id,
+                                resamples=run.resamples, random_seed=run.random_seed, log_path=log_path)
 
 
 def training_curve(run: AbRun) -> List[Dict[str, Any]]:

@@ -15,7 +15,6 @@ import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import numpy
 from spacy.util import load_config
 
 from ..errors import Errors
@@ -23,11 +22,10 @@ from ..files import write_atomically
 from .ab import AbPlan, AbRun, finished_settings, size_label, training_curve
 from .intervals import ALPHA, BETTER, NOT_SHOWN, TOO_FEW, WORSE, holm_adjusted, paired_difference, t_quantile_975
 from .pipeline_configs import REFERENCE
-from .score_statistics import bootstrap_weights, statistic_from_json
+from .resampling import DrawValues, bootstrap_interval
 
 MAIN = "score"  # the weighted main score, as `spacy train` computes it
 EXCLUDED = ("speed", "token_acc", "token_p", "token_r", "token_f")  # the same tokenizer in every run
-DRAW_CHUNK = 500  # draws computed at once (memory: draws x documents)
 
 
 def _read_json(path: Path) -> Dict[str, Any]:
@@ -55,70 +53,6 @@ def seeds_needed(differences: Sequence[float], limit: int = 100) -> Optional[int
         if t_quantile_975(n - 1) * sd / math.sqrt(n) < abs(mean):
             return n
     return limit + 1
-
-
-class DrawValues:
-    """Every model's value of every score on every bootstrap draw of the dev
-    documents, from the statistics in the models' evaluations."""
-
-    def __init__(self, evaluations: Dict[Tuple[str, int], Dict[str, Any]], resamples: int, random_seed: int):
-        n_documents = {evaluation["documents"] for evaluation in evaluations.values()}
-        if len(n_documents) != 1:
-            raise ValueError(f"The models were scored on different numbers of dev documents: {sorted(n_documents)}")
-        self.n_documents = n_documents.pop()
-        self.values: Dict[Tuple[str, int], Dict[str, numpy.ndarray]] = {model: {} for model in evaluations}
-        weights = bootstrap_weights(self.n_documents, resamples, random_seed)
-        for model, evaluation in evaluations.items():
-            for key, entry in evaluation["statistics"].items():
-                if entry["method"] == "recomputed":
-                    self.values[model][key] = numpy.array(
-                        [numpy.nan if value is None else value for value in entry["draws"]], dtype=float)
-                    continue
-                statistic = statistic_from_json(entry["statistic"])
-                self.values[model][key] = numpy.concatenate([
-                    statistic.values(weights[start:start + DRAW_CHUNK]) for start in range(0, resamples, DRAW_CHUNK)])
-
-    def difference(self, variant: str, reference: str, seeds: Sequence[int], key: str,
-                   weights: Optional[Dict[str, float]] = None) -> Optional[numpy.ndarray]:
-        """Per draw, the mean over seeds of variant − reference of a score
-        (of the main score with weights: the weighted sum of the scores'
-        differences; a score that is None on a draw counts 0, as in spaCy's
-        sum; scores without statistics, of frozen components, are the same
-        in both and cancel)."""
-        per_seed = []
-        for seed in seeds:
-            ours, theirs = self.values[(variant, seed)], self.values[(reference, seed)]
-            if weights is None:
-                if key not in ours or key not in theirs:
-                    return None
-                per_seed.append(ours[key] - theirs[key])
-            else:
-                total = numpy.zeros_like(next(iter(ours.values()))) if ours else None
-                for name, weight in weights.items():
-                    if name in ours and name in theirs:
-                        total = total + weight * (numpy.nan_to_num(ours[name]) - numpy.nan_to_num(theirs[name]))
-                if total is None:
-                    return None
-                per_seed.append(total)
-        return numpy.mean(per_seed, axis=0) if per_seed else None
-
-
-def bootstrap_interval(draws: Optional[numpy.ndarray], observed: Optional[float], resamples: int) -> Dict[str, Any]:
-    """The 95% percentile interval of the draws (NaN draws, where a score
-    is undefined, left out) and the two-sided p-value, twice the smaller
-    share of draws on either side of 0."""
-    result: Dict[str, Any] = {"mean": observed, "low": None, "high": None, "p_value": None, "verdict": TOO_FEW,
-                              "resamples": resamples}
-    if draws is None or observed is None:
-        return result
-    valid = draws[~numpy.isnan(draws)]
-    if len(valid) == 0:
-        return result
-    low, high = numpy.percentile(valid, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
-    p_value = min(1.0, 2 * min(float(numpy.mean(valid <= 0)), float(numpy.mean(valid >= 0))))
-    result.update({"low": float(low), "high": float(high), "p_value": p_value, "n_draws": int(len(valid)),
-                   "verdict": BETTER if low > 0 else WORSE if high < 0 else NOT_SHOWN})
-    return result
 
 
 def _describe_config(run: AbRun) -> Dict[str, Any]:

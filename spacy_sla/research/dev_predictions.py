@@ -1,58 +1,27 @@
-"""Per-document counts of trained runs on the dev set, and the comparison of
-variants that resamples the dev documents (`spacy sla bootstrap`).
+"""`spacy sla bootstrap`: variants of a task compared over resampled dev
+documents, from the same evaluation and statistics as `spacy sla ab`
+(ab.evaluate_saved_model, resampling.DrawValues), on the runs of `spacy sla
+train` / `experiment` (TRAINING_DIR/VARIANT/seedN).
 
-A run's counts come from its last model's predictions on dev.spacy (the data
-and model `spacy sla evaluate` scores) and are kept in the run directory, so
-a second comparison does not run the models again.
+A run's evaluation (scores and per-document statistics of its last model on
+the dev set) is kept in the run directory (dev-evaluation.json), so a second
+comparison does not run the models again.
 """
-import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-import numpy
-import spacy
-from spacy.training import Corpus, Example
-
 from ..errors import Errors
-from ..training.scorers import _cat_labels
-from .experiments import RUN_SETTINGS, _file_fingerprint, finished_runs
+from .ab import EVALUATION, evaluate_saved_model
+from .experiments import RUN_SETTINGS, finished_runs
 from .intervals import paired_difference
-from .resampling import METRIC_FROM_COUNTS, example_statistics, metric_from_counts, paired_bootstrap
+from .resampling import DrawValues, bootstrap_interval
 from .tasks import TASKS
 
-DEV_COUNTS = "dev-counts.json"  # beside run.json: the last model's per-document counts on the dev set
+DRAW_SEED = 0  # the draws of every bootstrap comparison (the same documents in every draw for every model)
 
 
 def _model_dir(run_dir: Path) -> Path:
     return run_dir / "model-last"
-
-
-def run_counts(task: str, run_dir: Path, corpus_dir: Path, gpu_id: int = -1) -> numpy.ndarray:
-    """The per-document counts (resampling.example_statistics) of a run's
-    last model on corpus_dir/dev.spacy, computed once and then read from
-    the run's dev-counts.json while the dev file and the model are
-    unchanged."""
-    metric = TASKS[task].metric
-    dev_path = corpus_dir / "dev.spacy"
-    model_dir = _model_dir(run_dir)
-    key = {"metric": metric, "dev": _file_fingerprint(dev_path), "model": _file_fingerprint(model_dir / "meta.json")}
-    cache = run_dir / DEV_COUNTS
-    if cache.exists():
-        kept = json.loads(cache.read_text(encoding="utf8"))
-        if {name: kept.get(name) for name in key} == key:
-            return numpy.array(kept["counts"], dtype=numpy.int64)
-    if gpu_id >= 0:
-        spacy.require_gpu(gpu_id)
-    nlp = spacy.load(model_dir)
-    examples = list(Corpus(str(dev_path))(nlp))
-    predicted = nlp.pipe((example.predicted for example in examples), batch_size=64)
-    scored = [Example(doc, example.reference) for doc, example in zip(predicted, examples)]
-    component = TASKS[task].component
-    labels = nlp.get_pipe(component).labels if component in nlp.pipe_names else ()
-    # Without a text classifier's own labels, those the scorer itself would infer.
-    counts = example_statistics(scored, metric, labels or _cat_labels(scored))
-    cache.write_text(json.dumps({**key, "counts": counts.tolist()}), encoding="utf8")
-    return counts
 
 
 def _finished_run(training_dir: Path, variant: str, seed: int) -> Path:
@@ -78,30 +47,38 @@ def bootstrap_comparison(
     gpu_id: int = -1,
 ) -> Dict[str, Any]:
     """Each variant against the reference over the seeds both were trained
-    with (or the given seeds): the per-seed differences with their t-interval
-    over seeds (as `compare`), and the paired bootstrap over the dev
-    documents of their mean (resampling.paired_bootstrap)."""
+    with (or the given seeds): the per-seed differences of the task's metric
+    with their t-interval over seeds (as `compare`), and the paired bootstrap
+    over the dev documents of their mean."""
     metric = TASKS[task].metric
     if resamples < 1:
         raise ValueError(f"The bootstrap needs at least 1 draw of the documents; got {resamples}")
-    if metric not in METRIC_FROM_COUNTS:
-        raise ValueError(Errors.E021.format(task=task, metric=metric, supported=", ".join(METRIC_FROM_COUNTS)))
-    counts: Dict[str, Dict[int, numpy.ndarray]] = {}
+    chosen_seeds = {
+        variant: list(seeds) if seeds else sorted(set(_seeds_of(training_dir, variant)) & set(_seeds_of(training_dir, reference)))
+        for variant in variants
+    }
+    evaluations: Dict[Any, Dict[str, Any]] = {}
+    for variant in variants:
+        for name in (reference, variant):
+            for seed in chosen_seeds[variant]:
+                if (name, seed) not in evaluations:
+                    run_dir = _finished_run(training_dir, name, seed)
+                    evaluations[(name, seed)] = evaluate_saved_model(
+                        _model_dir(run_dir), corpus_dir / "dev.spacy", run_dir / EVALUATION, gpu_id=gpu_id,
+                        random_seed=DRAW_SEED, log_path=run_dir / "evaluate.log")
+    draws = DrawValues(evaluations, resamples, DRAW_SEED, keys=[metric])
     rows = []
     for variant in variants:
-        chosen = list(seeds) if seeds else sorted(set(_seeds_of(training_dir, variant)) & set(_seeds_of(training_dir, reference)))
-        for name in (reference, variant):
-            for seed in chosen:
-                if seed not in counts.setdefault(name, {}):
-                    counts[name][seed] = run_counts(task, _finished_run(training_dir, name, seed), corpus_dir, gpu_id)
-        scores = {name: {seed: metric_from_counts(metric, counts[name][seed].sum(axis=0)) for seed in chosen}
+        chosen = chosen_seeds[variant]
+        scores = {name: {seed: evaluations[(name, seed)]["scores"][metric] for seed in chosen}
                   for name in (reference, variant)}
+        over_seeds = paired_difference(scores[variant], scores[reference])
         rows.append({
             "variant": variant, "reference": reference, "seeds": chosen, "scores": scores,
-            "documents": len(counts[reference][chosen[0]]) if chosen else 0,
-            "over_seeds": paired_difference(scores[variant], scores[reference]),
-            "over_documents": paired_bootstrap({s: counts[variant][s] for s in chosen},
-                                               {s: counts[reference][s] for s in chosen}, metric, resamples),
+            "documents": draws.n_documents if chosen else 0,
+            "over_seeds": over_seeds,
+            "over_documents": {**bootstrap_interval(draws.difference(variant, reference, chosen, metric),
+                                                    over_seeds["mean"], resamples), "seeds": chosen, "n": len(chosen)},
         })
     return {"task": task, "metric": metric, "dev": str(corpus_dir / "dev.spacy"), "resamples": resamples, "rows": rows}
 

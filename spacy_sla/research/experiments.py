@@ -1,16 +1,16 @@
 """Train, evaluate and compare attention variants with spaCy's own CLI.
 
-Every run is `python -m spacy train` on a generated config and
-`python -m spacy evaluate` of its last model on the dev set, each in a
-subprocess (so every run starts with fresh memory, as `spacy project` runs
-its commands). A run leaves its settings in `run.json`; an evaluation leaves
-a record (scores plus settings) that `compare` aggregates over seeds.
+Every run is `python -m spacy train` on a generated config and the
+evaluation of its last model on the dev set that `spacy sla ab` uses too
+(ab.evaluate_saved_model: `spacy evaluate`'s scores plus per-document
+statistics), each in a subprocess (so every run starts with fresh memory, as
+`spacy project` runs its commands). A run leaves its settings in
+`run.json`; an evaluation leaves a record (scores plus settings) that
+`compare` aggregates over seeds.
 """
-import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +21,7 @@ from spacy.util import load_config
 
 from ..errors import Errors
 from ..files import write_atomically
+from .ab import EVALUATION, evaluate_saved_model, file_fingerprint, has_setting, run_command
 from .converters import CONVERTER_VERSION, convert
 from .intervals import BETTER, NOT_SHOWN, WORSE, holm_adjusted, paired_difference
 from .tasks import TASKS, Task
@@ -29,17 +30,6 @@ RUN_SETTINGS = "run.json"
 TRAIN_LOG = "train-log.jsonl"  # spaCy's logger output: one JSON line per evaluation
 # Beside train.spacy and dev.spacy: what they were made from (corpus_source).
 CORPUS_RECORD = "corpus.json"
-
-
-def _file_fingerprint(path: Path) -> Dict[str, Any]:
-    """Size and SHA-256 of a file: its content, wherever it was copied to
-    (an mtime would change with every copy and miss an edit in the same
-    second)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            digest.update(chunk)
-    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def corpus_source(
@@ -54,7 +44,7 @@ def corpus_source(
         "task": task.name,
         "reader": task.reader,
         "converter_version": CONVERTER_VERSION,
-        "files": {part: {"file": name, **_file_fingerprint(data_dir / name)} for part, name in files.items()},
+        "files": {part: {"file": name, **file_fingerprint(data_dir / name)} for part, name in files.items()},
         "train_limit": train_limit,
         "dev_limit": dev_limit,
         "dev_carved": task.dev_carved,
@@ -133,15 +123,6 @@ def link_model(package: str, destination: Path) -> Path:
     return destination
 
 
-def _has_setting(config: Dict[str, Any], dotted: str) -> bool:
-    node: Any = config
-    for key in dotted.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return False
-        node = node[key]
-    return True
-
-
 def train_overrides(
     config_path: Path, settings: Dict[str, Any], extra: Dict[str, Any]
 ) -> List[str]:
@@ -151,7 +132,7 @@ def train_overrides(
     config = load_config(config_path, interpolate=False)
     arguments = []
     for key, value in {**settings, **extra}.items():
-        if key in extra and not _has_setting(config, key):
+        if key in extra and not has_setting(config, key):
             continue
         arguments += [f"--{key}", json.dumps(value) if not isinstance(value, str) else value]
     return arguments
@@ -189,7 +170,7 @@ def train_run(
         "training.max_steps": max_steps,
         "training.eval_frequency": eval_frequency,
     }
-    if _has_setting(load_config(config_path, interpolate=False), "paths.parser"):
+    if has_setting(load_config(config_path, interpolate=False), "paths.parser"):
         settings["paths.parser"] = parser
     extra = dict(extra or {})
     record = {"task": task, "variant": variant, "seed": seed, "config": str(config_path),
@@ -209,7 +190,7 @@ def train_run(
                "--training.logger.output_file", str(train_log)]
     print("Running:", " ".join(command), flush=True)
     started = time.time()
-    _run_command(command, log_path)
+    run_command(command, log_path)
     record["train_seconds"] = round(time.time() - started, 1)
     settings_file.write_text(json.dumps(record, indent=2), encoding="utf8")
     return run_dir
@@ -225,8 +206,9 @@ def evaluate_runs(
     """Evaluate the last model of every finished run of a task on the dev
     set, and write one record per run to metrics_dir/{variant}/seed{n}.json
     (a run evaluated before, with the same settings, is not evaluated again).
-    The output of `spacy evaluate` (with every component's per-label scores)
-    goes to the run's evaluate.log."""
+    The evaluation's output goes to the run's evaluate.log; its scores (with
+    every component's per-label scores) and statistics to the run's
+    dev-evaluation.json."""
     records = []
     for run_dir in finished_runs(training_dir):
         record = evaluate_run(task, run_dir, corpus_dir, metrics_dir, gpu_id, log_path=run_dir / "evaluate.log")
@@ -239,21 +221,17 @@ def evaluate_run(
 ) -> Dict[str, Any]:
     """Evaluate the last model of one finished run on the dev set and write
     its record to metrics_dir/{variant}/seed{n}.json, or return the record
-    written before for the same settings. With log_path, the output of
-    `spacy evaluate` goes to that file."""
+    written before for the same settings. With log_path, the evaluation's
+    output goes to that file."""
     run = json.loads((run_dir / RUN_SETTINGS).read_text(encoding="utf8"))
     output = metrics_dir / run["variant"] / f"seed{run['seed']}.json"
     if output.exists():
         previous = json.loads(output.read_text(encoding="utf8"))
         if {key: previous.get(key) for key in run} == run:
             return previous  # this run was evaluated already
-    scores_file = run_dir / "dev-scores.json"
-    _run_command(
-        [sys.executable, "-m", "spacy", "evaluate", str(run_dir / "model-last"),
-         str(corpus_dir / "dev.spacy"), "--output", str(scores_file), "--gpu-id", str(gpu_id)],
-        log_path,
-    )
-    scores = json.loads(scores_file.read_text(encoding="utf8"))
+    # the shared evaluation (spacy evaluate's scores, the per-document statistics the bootstrap reads)
+    scores = evaluate_saved_model(run_dir / "model-last", corpus_dir / "dev.spacy", run_dir / EVALUATION,
+                                  gpu_id=gpu_id, log_path=log_path)["scores"]
     metric = TASKS[task].metric
     curve = with_final_score(training_curve(run_dir / TRAIN_LOG, metric),
                              run.get("settings", {}).get("training.max_steps"), scores[metric])
@@ -289,18 +267,6 @@ def with_final_score(curve: List[Dict[str, Any]], max_steps: Optional[int], scor
     if not curve or max_steps is None or curve[-1]["step"] >= max_steps:
         return curve
     return [*curve, {"step": max_steps, "score": score, "losses": None}]
-
-
-def _run_command(command: List[str], log_path: Optional[Path]) -> None:
-    """Run a spaCy command, failing with CalledProcessError; its output goes
-    to the terminal, or to log_path (a run on a Ray worker has no terminal,
-    and a failed run is reported with the log's tail)."""
-    if log_path is None:
-        subprocess.run(command, check=True)
-        return
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("w", encoding="utf8") as log:
-        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
 
 
 # The baseline first (the spaCy pipeline, then the plain transformers + torch fine-tune of

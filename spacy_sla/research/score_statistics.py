@@ -29,7 +29,6 @@ from spacy.scorer import MISSING_VALUES
 from spacy.training import Example
 
 from ..training.scorers import _cat_labels, cats_confusion_matrix, error_detection_counts, f_beta_key
-from .resampling import entity_counts
 
 # spaCy's PRFScore adds this to every denominator.
 _EPSILON = 1e-100
@@ -253,6 +252,31 @@ def matches(statistic: Statistic, reported: Any, tolerance: float = 1e-9) -> boo
 
 
 # --- per-document counts, mirroring spaCy's scorers ---------------------------------------------
+
+
+def entity_counts(example: Example) -> List[int]:
+    """(tp, fp, fn) of exact-match entities in one example, counted as
+    spaCy's `get_ner_prf` counts them (and so `spacy-sla.entity_scorer.v1`):
+    predicted spans over gold tokens with missing entity annotation are
+    neither right nor wrong, an example without gold entity annotation
+    counts nothing."""
+    if not example.y.has_annotation("ENT_IOB"):
+        return [0, 0, 0]
+    golds = {(entity.label_, entity.start, entity.end) for entity in example.y.ents}
+    tp = fp = 0
+    align_x2y = example.alignment.x2y
+    for entity in example.x.ents:
+        indices = align_x2y[entity.start:entity.end]
+        if not len(indices):
+            continue
+        if all(token.ent_iob != 0 for token in example.y[indices[0]:indices[-1] + 1]):
+            key = (entity.label_, int(indices[0]), int(indices[-1]) + 1)
+            if key in golds:
+                tp += 1
+                golds.remove(key)
+            else:
+                fp += 1
+    return [tp, fp, len(golds)]
 
 
 def _rows(per_example: Iterable[Sequence[int]], width: int) -> Counts:

