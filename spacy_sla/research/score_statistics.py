@@ -21,7 +21,7 @@ is used (`matches`); a score no statistic covers (a third-party scorer) is
 recomputed by its own scorer for every draw (research/dev_evaluation.py).
 """
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.morphology import Morphology
@@ -294,7 +294,6 @@ def token_attr_counts(
     is the F1 of their sums."""
     rows = []
     for example in examples:
-        align = example.alignment
         gold, missing = set(), set()
         for gold_i, token in enumerate(example.reference):
             value = getter(token, attr)
@@ -302,15 +301,20 @@ def token_attr_counts(
                 gold.add((gold_i, value))
             else:
                 missing.add(gold_i)
-        predicted = set()
-        for token in example.predicted:
-            if token.orth_.isspace() or align.x2y.lengths[token.i] != 1:
-                continue
-            gold_i = align.x2y[token.i][0]
-            if gold_i not in missing:
-                predicted.add((gold_i, getter(token, attr)))
+        predicted = {(gold_i, getter(token, attr)) for gold_i, token in _aligned_tokens(example)
+                     if gold_i not in missing}
         rows.append(_set_counts(predicted, gold))
     return _rows(rows, 3)
+
+
+def _aligned_tokens(example: Example) -> Iterator[Tuple[int, Any]]:
+    """(gold index, predicted token) of the predicted tokens that align to
+    exactly one gold token, whitespace left out: what spaCy's token scorers
+    compare."""
+    align = example.alignment
+    for token in example.predicted:
+        if not token.orth_.isspace() and align.x2y.lengths[token.i] == 1:
+            yield int(align.x2y[token.i][0]), token
 
 
 def _set_counts(predicted: set, gold: set) -> Tuple[int, int, int]:
@@ -333,7 +337,7 @@ def token_attr_per_feat_counts(
     Scorer.score_token_attr_per_feat (features of every field together)."""
     rows = []
     for example in examples:
-        vocab, align = example.reference.vocab, example.alignment
+        vocab = example.reference.vocab
         gold, missing = set(), set()
         for gold_i, token in enumerate(example.reference):
             value = getter(token, attr)
@@ -343,10 +347,7 @@ def token_attr_per_feat_counts(
             else:
                 missing.add(gold_i)
         predicted = set()
-        for token in example.predicted:
-            if token.orth_.isspace() or align.x2y.lengths[token.i] != 1:
-                continue
-            gold_i = align.x2y[token.i][0]
+        for gold_i, token in _aligned_tokens(example):
             value = getter(token, attr)
             if gold_i not in missing and value not in missing_values:
                 predicted.update((gold_i, feature) for feature in _morph_features(vocab, value))
