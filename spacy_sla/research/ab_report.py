@@ -83,9 +83,12 @@ def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun]) -> Di
     evaluations = {(run.variant, run.seed): _read_json(run.run_dir / "dev-evaluation.json") for run in runs}
     settings = {(run.variant, run.seed): finished_settings(run) or {} for run in runs}
     reference_runs = [run for run in runs if run.variant == REFERENCE]
-    weights = evaluations[(REFERENCE, reference_runs[0].seed)]["score_weights"]
+    # the weights that count (spaCy's sum skips 0 and null)
+    weights = {key: weight for key, weight in evaluations[(REFERENCE, reference_runs[0].seed)]["score_weights"].items()
+               if weight}
+    # every other score, by weight; a main score of one score with weight 1 is that score, shown once
     keys = sorted({key for evaluation in evaluations.values() for key in evaluation["statistics"]
-                   if key not in EXCLUDED},
+                   if key not in EXCLUDED and weights != {key: 1.0}},
                   key=lambda key: (-float(weights.get(key) or 0.0), key))
     seeds = sorted({run.seed for run in runs})
     draws = DrawValues(evaluations, plan.resamples, plan.random_seed)
@@ -293,7 +296,8 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
             "",
             "Other scores:",
             "",
-            comparison_table(section, main=False),
+            comparison_table(section, main=False) if any(row["score"] != MAIN for row in section["rows"])
+            else "(none besides the main score)",
             "",
             "Cost, measured in these runs (wall time; a busy machine inflates both sides):",
             "",

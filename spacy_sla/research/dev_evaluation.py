@@ -130,8 +130,7 @@ def evaluate_model(
         "documents": len(examples),
         "words_per_second": scores.get("speed"),
         "evaluate_seconds": seconds,
-        "score_weights": {key: value for key, value in nlp.config["training"]["score_weights"].items()
-                          if value is not None},
+        "score_weights": {key: value for key, value in nlp.config["training"]["score_weights"].items() if value},
         "statistics": score_statistics(nlp, scorer.examples, resamples, random_seed),
     }
 
