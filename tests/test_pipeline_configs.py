@@ -216,3 +216,14 @@ def test_the_projects_own_vanilla_config_gives_its_variant_configs(task):
     configs = make_variant_configs(vanilla, variants, parser=None)
     for variant, config in configs.items():
         assert config == Config().from_disk(root / f"{task}_{variant}.cfg", interpolate=False), variant
+
+
+@needs_parser
+def test_a_transformer_of_another_name_is_found():
+    config = user_config("ner")
+    config["components"]["trf"] = config["components"].pop("transformer")
+    config["nlp"]["pipeline"] = ["trf", "ner"]
+    configs = make_variant_configs(config, ["sla"], parser=PARSER)
+    assert configs["sla"]["components"]["trf"]["factory"] == "sla_transformer"
+    assert configs["sla"]["nlp"]["pipeline"] == ["parser", "trf", "ner"]
+    assert "transformer" not in configs["sla"]["components"]
