@@ -218,3 +218,19 @@ def test_bootstrap_interval_and_p_value():
     assert result["p_value"] == pytest.approx(2 * 101 / 401)
     assert result["verdict"] == "not shown"
     assert bootstrap_interval(draws + 2, 3.0, 401)["verdict"] == "better"
+
+
+def test_a_sample_drawn_with_another_seed_is_another_run(tmp_path):
+    """A run on a training sample is kept only for the same draw: the
+    sample's file has the same path for every seed."""
+    from spacy_sla.research.ab import AbRun
+
+    config = tmp_path / "vanilla.cfg"
+    config.write_text("[training]\nmax_steps = 2\n", encoding="utf8")
+    run = AbRun("vanilla", 0, 500, config, tmp_path, tmp_path / "data" / "train-500.spacy", tmp_path / "dev.spacy")
+    other_draw = AbRun("vanilla", 0, 500, config, tmp_path, tmp_path / "data" / "train-500.spacy",
+                       tmp_path / "dev.spacy", sample_seed=1)
+    assert run.settings() != other_draw.settings() and run.settings()["sample_seed"] == 0
+    whole = AbRun("vanilla", 0, None, config, tmp_path, tmp_path / "train.spacy", tmp_path / "dev.spacy")
+    assert "sample_seed" not in whole.settings()
+    assert run.run_dir == tmp_path / "vanilla" / "seed0"  # sizes_compared decides the size-N/ level

@@ -138,6 +138,7 @@ class AbRun:
     model: str = "last"  # "last" or "best": the model that is scored
     resamples: int = 10000
     random_seed: int = 0
+    sample_seed: int = 0  # the draw of the training sample, for a size below the whole set
 
     @property
     def name(self) -> str:
@@ -154,12 +155,15 @@ class AbRun:
 
     def settings(self) -> Dict[str, Any]:
         """What makes two runs the same run: a finished run with equal settings is kept."""
-        return {
+        settings = {
             "variant": self.variant, "seed": self.seed, "size": self.size,
             "config": str(self.config_path), "config_sha256": file_fingerprint(self.config_path)["sha256"],
             "train": str(self.train_path), "dev": str(self.dev_path), "overrides": self.overrides,
             "gpu_id": self.gpu_id,
         }
+        if self.size is not None:  # a sample drawn with another seed is another training set at the same path
+            settings["sample_seed"] = self.sample_seed
+        return settings
 
     def train_command(self) -> List[str]:
         return [sys.executable, "-m", "spacy", "train", str(self.run_dir / RUN_CONFIG), "--output",
@@ -341,7 +345,7 @@ class AbPlan:
         return [
             AbRun(variant, seed, size, self.config_path(variant), self.output_dir, files[size], self.dev_path,
                   self.overrides, len(self.sizes) > 1 or self.sizes != [None], self.gpu_id, self.model,
-                  self.resamples, self.random_seed)
+                  self.resamples, self.random_seed, self.sample_seed)
             for size in self.sizes for seed in self.seeds for variant in self.arms
         ]
 
