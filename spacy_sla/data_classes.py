@@ -53,9 +53,23 @@ class SyntaxInputs:
             return []
         return [local[i, :n, :n] for i, n in enumerate(self.lengths)]
 
+    def locally_restricted(self) -> Optional[numpy.ndarray]:
+        """bool (n_spans,): whether the local mask hides some piece from some
+        piece of the span (padding excluded: every branch hides it anyway);
+        None without a boolean local mask. Where it hides nothing, the local
+        branch computes exactly the global attention, which prediction need
+        not compute twice (layers/attention.py)."""
+        if self.local_mask is None:
+            return None
+        restricted = (not self.local_mask[i, :n, :n].all() for i, n in enumerate(self.lengths))
+        return numpy.fromiter(restricted, dtype=bool, count=len(self))
+
     def to_torch(self, device: torch.device) -> Dict[str, Optional[torch.Tensor]]:
         """The forward arguments of SyntaxAwareTransformer: one host-to-device
-        copy per input and batch; every layer reuses the tensors."""
+        copy per input and batch; every layer reuses the tensors. The
+        per-span flags of locally_restricted stay on the CPU: the forward
+        pass decides from them, without waiting for the device, which rows
+        need a local branch, and copies only their index."""
         tensors: Dict[str, Optional[torch.Tensor]] = {}
         for name in _INPUT_NAMES:
             array = getattr(self, name)
@@ -64,6 +78,8 @@ class SyntaxInputs:
             else:
                 tensor = torch.from_numpy(numpy.ascontiguousarray(array)).to(device)
                 tensors[name] = tensor.long() if name == "local_buckets" else tensor
+        restricted = self.locally_restricted()
+        tensors["local_restricted"] = None if restricted is None else torch.from_numpy(restricted)
         return tensors
 
 

@@ -20,6 +20,12 @@ wrapping SyntaxAwareTransformer makes one per forward pass and makes it the
 active batch of the calling thread (a context variable) while its encoder
 runs, so no layer builds or copies a mask, and threads that share one model
 never see each other's batches.
+
+In prediction (no dropout, no gradients), a sequence whose boolean local mask
+hides no key gets exactly the global context from its local branch, for any
+gate. Which sequences need a local branch is decided once per forward pass;
+each layer computes it for those only (gathered, one fused call, scattered
+back), or for none.
 """
 import math
 from contextlib import contextmanager
@@ -38,6 +44,13 @@ from ..errors import Errors
 # transform of the scaled dot-product scores into the local logits.
 LocalInput = Union[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]
 
+# Prediction gathers the sequences that need a local branch while they are at
+# most this share of the batch; above it, the index copies of the queries,
+# keys, values and outputs cost more than the rows they spare, and the
+# batched call runs on every sequence (measured with MiniLM on the CPU,
+# scripts/local_rows_benchmark.py, docs/performance.md).
+GATHER_MAX_SHARE = 0.75
+
 
 @dataclass
 class AttentionBatch:
@@ -51,6 +64,11 @@ class AttentionBatch:
     record_gates: whether local branches append their gate values to `gates`
         ((batch, n_pieces) per layer, NaN where the batch has no local input).
     auxiliary_losses: appended to by supervised heads during the pass.
+    local_rows: with a boolean local mask, the (k,) index of the sequences
+        whose mask hides some key (on the mask's device; empty when none
+        does), which are the only ones whose local branch prediction
+        computes; None: every sequence's (no mask, or more than
+        GATHER_MAX_SHARE of the batch need one).
     """
 
     global_mask: torch.Tensor
@@ -60,10 +78,12 @@ class AttentionBatch:
     record_gates: bool = False
     gates: List[torch.Tensor] = field(default_factory=list)
     auxiliary_losses: List[torch.Tensor] = field(default_factory=list)
-    # local_mask as an additive mask, per dtype: made once per forward pass
-    # and shared by the layers (SDPA's CPU kernel turns a boolean mask into
-    # an additive one on every call, at every layer).
-    _additive_local_masks: Dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False)
+    local_rows: Optional[torch.Tensor] = None
+    # local_mask as an additive mask, per dtype and for all rows or those of
+    # local_rows: made once per forward pass and shared by the layers (SDPA's
+    # CPU kernel turns a boolean mask into an additive one on every call, at
+    # every layer).
+    _additive_local_masks: Dict[Tuple[torch.dtype, bool], torch.Tensor] = field(default_factory=dict, repr=False)
     _hidden_local_mask: Optional[Tuple[torch.Tensor, Optional[torch.Tensor]]] = field(default=None, repr=False)
 
     @classmethod
@@ -74,15 +94,20 @@ class AttentionBatch:
         local_buckets: Optional[torch.Tensor] = None,
         parent_targets: Optional[torch.Tensor] = None,
         record_gates: bool = False,
+        local_restricted: Optional[torch.Tensor] = None,
     ) -> "AttentionBatch":
         """From the encoder's (batch, n_pieces) padding mask and the batch's
-        (batch, n_pieces, n_pieces) syntax inputs."""
+        (batch, n_pieces, n_pieces) syntax inputs. local_restricted: (batch,)
+        bool, whether local_mask hides some real piece from some real piece
+        of the sequence (SyntaxInputs.locally_restricted, on the CPU);
+        without it, it is read from local_mask here."""
         real = attention_mask.bool()
         keys = real[:, None, None, :]
         # Padding queries attend like global ones: no softmax row is ever
         # empty, so no NaN can reach the backward pass.
         local = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
-        return cls(keys, local, local_buckets, parent_targets, record_gates)
+        local_rows = None if local is None else _rows_needing_local(local, keys, local_restricted)
+        return cls(keys, local, local_buckets, parent_targets, record_gates, local_rows=local_rows)
 
     def hidden_local_mask(self) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         """~local_mask, and the (batch, 1, n_pieces, 1) rows that see no key
@@ -94,20 +119,38 @@ class AttentionBatch:
             self._hidden_local_mask = (hidden, empty_rows if bool(empty_rows.any()) else None)
         return self._hidden_local_mask
 
-    def additive_local_mask(self, dtype: torch.dtype) -> Optional[torch.Tensor]:
-        """local_mask as (batch, 1, n_pieces, n_pieces) of `dtype`: 0 where
-        visible, the type's minimum where hidden; None when a row sees no key
-        (SDPA gives such a row zeros with a boolean mask, not with an additive
+    def additive_local_mask(self, dtype: torch.dtype, gathered: bool = False) -> Optional[torch.Tensor]:
+        """local_mask as (batch, 1, n_pieces, n_pieces) of `dtype` (with
+        `gathered`, of the sequences of local_rows only): 0 where visible,
+        the type's minimum where hidden; None when a row sees no key (SDPA
+        gives such a row zeros with a boolean mask, not with an additive
         one). As every row sees a key, a hidden key's weight is
         exp(min - visible max) = 0 exactly, as with the boolean mask."""
         if self.hidden_local_mask()[1] is not None:
             return None
-        mask = self._additive_local_masks.get(dtype)
+        mask = self._additive_local_masks.get((dtype, gathered))
         if mask is None:
-            mask = torch.zeros(self.local_mask.shape, dtype=dtype, device=self.local_mask.device)
-            mask.masked_fill_(~self.local_mask, torch.finfo(dtype).min)
-            self._additive_local_masks[dtype] = mask
+            visible = self.local_mask.index_select(0, self.local_rows) if gathered else self.local_mask
+            mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+            mask.masked_fill_(~visible, torch.finfo(dtype).min)
+            self._additive_local_masks[(dtype, gathered)] = mask
         return mask
+
+
+def _rows_needing_local(local: torch.Tensor, keys: torch.Tensor, restricted: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """AttentionBatch.local_rows: the index of the sequences flagged in
+    `restricted` (from `local`, the batch's (batch, 1, n, n) local mask, when
+    None), or None when more than GATHER_MAX_SHARE of them are."""
+    if restricted is None:
+        # Padding queries see every real key locally, so a sequence's local
+        # mask differs from its padding mask exactly where it hides a real
+        # key from a real query. One reduction per forward pass.
+        restricted = (local != keys).flatten(1).any(1)
+    restricted = restricted.to("cpu", torch.bool)
+    n_restricted = int(restricted.sum())
+    if n_restricted == len(restricted) or n_restricted > GATHER_MAX_SHARE * len(restricted):
+        return None
+    return restricted.nonzero().flatten().to(local.device)
 
 
 # The batch of the forward pass running in this thread (context variables
@@ -339,6 +382,10 @@ class SyntaxAwareAttention(nn.Module):
     # keeps for backward only what the two softmaxes need. False: two SDPA
     # calls as in prediction (for comparison; more memory).
     memory_saving_training: bool = True
+    # Prediction with a boolean mask: the local branch only for the sequences
+    # whose mask hides a key (AttentionBatch.local_rows). False: for all of
+    # them (for comparison).
+    skip_fully_visible: bool = True
 
     def __init__(
         self,
@@ -428,17 +475,51 @@ class SyntaxAwareAttention(nn.Module):
             return self.merge_heads(context), None
         # Prediction: two fused kernels (on the CPU faster than the mixed
         # probabilities, or one call over stacked heads; docs/performance.md).
-        if local_mask.dtype == torch.bool:
-            local_mask = _first_not_none(batch.additive_local_mask(query.dtype), local_mask)
         global_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
         )
-        local_context = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=local_mask, dropout_p=dropout
-        )
-        # g * local + (1 - g) * global in one fused op, before merging heads
-        mixed = torch.lerp(global_context, local_context, gate.to(global_context.dtype))
+        rows = self._local_rows(batch, local_mask, dropout, query, key, value, gate)
+        if rows is None:
+            if local_mask.dtype == torch.bool:
+                local_mask = _first_not_none(batch.additive_local_mask(query.dtype), local_mask)
+            local_context = F.scaled_dot_product_attention(
+                query, key, value, attn_mask=local_mask, dropout_p=dropout
+            )
+            # g * local + (1 - g) * global in one fused op, before merging heads
+            mixed = torch.lerp(global_context, local_context, gate.to(global_context.dtype))
+        elif rows.numel() == 0:
+            # No sequence's mask hides a key: local = global, whatever the gate.
+            mixed = global_context
+        else:
+            additive = batch.additive_local_mask(query.dtype, gathered=True)
+            local_mask = local_mask.index_select(0, rows) if additive is None else additive
+            local_context = F.scaled_dot_product_attention(
+                query.index_select(0, rows), key.index_select(0, rows), value.index_select(0, rows), attn_mask=local_mask
+            )
+            mixed_rows = torch.lerp(
+                global_context.index_select(0, rows), local_context, gate.index_select(0, rows).to(global_context.dtype)
+            )
+            # the other sequences keep their global context, which is their mix
+            mixed = global_context.index_copy_(0, rows, mixed_rows)
         return self.merge_heads(mixed), None
+
+    def _local_rows(
+        self, batch: AttentionBatch, local_mask: torch.Tensor, dropout: float, *tensors: torch.Tensor
+    ) -> Optional[torch.Tensor]:
+        """The sequences whose local branch this prediction call computes (an
+        index), or None for all. A sequence whose boolean mask hides no key
+        gets the global context from its local branch, for any gate, unless
+        each branch draws its own dropout; with gradients (training) every
+        branch is computed as defined. Bias variants are always computed."""
+        if (
+            not self.skip_fully_visible
+            or self.local_bias is not None
+            or local_mask.dtype != torch.bool
+            or dropout > 0.0
+            or (torch.is_grad_enabled() and _needs_grad(*tensors))
+        ):
+            return None
+        return batch.local_rows
 
     def _gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, n_gates, n_pieces, 1): the gate, broadcastable over heads."""

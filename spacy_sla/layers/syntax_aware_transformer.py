@@ -220,13 +220,16 @@ class SyntaxAwareTransformer(nn.Module):
         parent_targets: Optional[torch.Tensor] = None,
         output_attentions: bool = False,
         record_gates: bool = False,
+        local_restricted: Optional[torch.Tensor] = None,
     ):
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         if output_attentions:
             inputs["output_attentions"] = True
-        batch = AttentionBatch.from_inputs(attention_mask, local_mask, local_buckets, parent_targets, record_gates)
+        batch = AttentionBatch.from_inputs(
+            attention_mask, local_mask, local_buckets, parent_targets, record_gates, local_restricted
+        )
         # The wrapped layers read this call's batch, in this thread only.
         with attending(batch):
             output = self.transformer(**inputs)
