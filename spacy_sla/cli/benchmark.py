@@ -6,10 +6,12 @@ from typing import List, Tuple
 from spacy.cli._util import Opt
 from wasabi import msg
 
-from ..research.benchmark import DEFAULT_DATA, format_table, ratio_rows, run_benchmark
+from ..research.benchmark import DEFAULT_DATA, document_ratio_rows, format_table, ratio_rows, run_benchmark
 from ..research.converters import ConversionError
 from ..research.profiling import format_differences, parse_profile_setting
 from ._app import sla_cli
+
+DEFAULT_MODEL = "training/minilm"
 
 
 def _positive_numbers(option: str, text: str) -> List[int]:
@@ -34,10 +36,12 @@ def _profile_setting(text: str) -> Tuple[int, int]:
 
 @sla_cli.command("benchmark")
 def benchmark_cli(
-    model: str = Opt("training/minilm", "--model", help="Hugging Face model name or local directory"),
+    model: str = Opt(DEFAULT_MODEL, "--model", help="Hugging Face model name or local directory"),
     parser: str = Opt("en_core_web_sm", "--parser", help="The spaCy pipeline whose parser runs first"),
-    data: Path = Opt(DEFAULT_DATA, "--data", help="CoNLL-U or .spacy file with the sentences"),
-    lengths: str = Opt("10,25,40,120,400", "--lengths", help="Words per document, comma-separated"),
+    data: Path = Opt(DEFAULT_DATA, "--data", help="CoNLL-U, .spacy or JSONL ({\"text\": ...} per line): the sentences of the fixed lengths; the documents of a .spacy or JSONL file are also measured as they are"),
+    n_docs: int = Opt(200, "--n-docs", help="The first N documents of --data, measured as they are"),
+    documents: bool = Opt(True, "--documents/--no-documents", help="Measure the documents of a .spacy or JSONL --data as they are, besides the fixed lengths"),
+    lengths: str = Opt("10,25,40,120,400", "--lengths", help="Words per document, comma-separated ('' for none)"),
     batch_sizes: str = Opt("8,32", "--batch-sizes", help="Documents per batch, comma-separated"),
     repeats: int = Opt(5, "--repeats", help="Timed repetitions (after one warm-up)"),
     n_batches: int = Opt(1, "--n-batches", help="Batches per prediction measurement"),
@@ -53,15 +57,16 @@ def benchmark_cli(
     """Throughput of the transformer component, the whole pipeline and a
     training step for vanilla, SLA and window attention on the same parsed
     Docs, the share of mask building, peak memory, and the SLA / vanilla
-    ratios, per input length and batch size."""
+    ratios, per input length and batch size, and for the documents of a
+    .spacy or JSONL file as they are."""
     # Every setting is checked before the minutes of measuring, which a bad
     # value would otherwise end with a traceback.
     if not data.is_file():
-        msg.fail(f"No sentences at {data}: pass --data with a CoNLL-U or .spacy file (the default is the sample in the project's assets/).", exits=1)
-    length_list = _positive_numbers("--lengths", lengths)
+        msg.fail(f"No sentences at {data}: pass --data with a CoNLL-U, .spacy or JSONL file (the default is the sample in the project's assets/).", exits=1)
+    length_list = _positive_numbers("--lengths", lengths) if lengths.strip() else []
     batch_size_list = _positive_numbers("--batch-sizes", batch_sizes)
     long_documents = _positive_numbers("--long-docs", long_docs) if long_docs.strip() else []
-    for option, value in (("--repeats", repeats), ("--n-batches", n_batches)):
+    for option, value in (("--repeats", repeats), ("--n-batches", n_batches), ("--n-docs", n_docs)):
         if value < 1:
             msg.fail(f"{option} takes a whole number >= 1; got {value}", exits=1)
     profile_setting = _profile_setting(profile) if profile else None
@@ -83,6 +88,8 @@ def benchmark_cli(
             profile=profile_setting,
             timing=timing,
             long_documents=long_documents,
+            documents=documents,
+            n_docs=n_docs,
         )
     except OSError as error:
         # A parser package or model directory that cannot be loaded ([E050], [E005]).
@@ -91,6 +98,8 @@ def benchmark_cli(
         # A bad line in --data ([E011] FILE:LINE: ...), found before any measuring.
         msg.fail(str(error), exits=1)
     report["ratios"] = ratio_rows(report)
+    if "documents" in report:
+        report["document_ratios"] = document_ratio_rows(report)
     table = format_table(report)
     report["table"] = table
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,12 @@ component's time spent building masks, and peak memory (RSS on the CPU,
 torch.cuda.max_memory_allocated on a GPU); the headline is each ratio
 SLA / vanilla.
 
+With a .spacy or JSONL file as data, the file's documents are also measured
+as they are (a "documents" setting per batch size): mixed lengths, long Docs
+cut into several strided spans by the component's own span getter, as a
+user's documents are. The config-driven mode (a user's spacy-transformers
+config as vanilla and SLA pipelines) is in config_benchmark.py.
+
     python -m spacy sla benchmark --output metrics/benchmark.json
 """
 import json
@@ -22,6 +28,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -32,8 +39,10 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import require_gpu
 
+from ..annotation import AnnotateSettings, Shard, read_lines
+from ..errors import Errors
 from ..layers.transformer_model import flatten_spans
-from .converters import read_conllu
+from .converters import ConversionError, read_conllu
 from .profiling import operator_differences, self_milliseconds
 
 VARIANTS = ("vanilla", "sla", "window")
@@ -52,13 +61,52 @@ class Setting:
     batch_size: int  # documents per batch
 
 
-def sentences_from(path: Path) -> List[str]:
-    """Sentence texts of a CoNLL-U file or a .spacy file."""
-    nlp = spacy.blank("en")
-    if path.suffix == ".spacy":
+DOCUMENT_SUFFIXES = (".spacy", ".jsonl")  # files of documents, measured as they are besides the fixed lengths
+
+
+def jsonl_texts(path: Path, limit: Optional[int] = None) -> List[str]:
+    """The "text" field of every line of a JSONL file, read as `spacy sla
+    annotate` reads it (blank lines skipped); a bad line raises [E011]
+    FILE:LINE before anything is measured."""
+    settings = AnnotateSettings(pipeline="", input_path=str(path), output_dir="")
+    items, bad = read_lines(settings, Shard(0, 0, path.stat().st_size, 1))
+    if bad:
+        raise ConversionError(Errors.E011.format(path=path, line_number=bad[0].line, problem=bad[0].reason))
+    return [text for _, text, _ in items][:limit]
+
+
+def read_documents(path: Path, nlp: Language, limit: Optional[int] = None) -> List[Doc]:
+    """The documents of a .spacy file (its Docs with all their annotations),
+    a JSONL file (its texts, tokenized by nlp) or a CoNLL-U file (one Doc per
+    sentence), in file order, the first `limit` of them."""
+    suffix = path.suffix.lower()
+    if suffix == ".spacy":
         from spacy.tokens import DocBin
 
-        return [doc.text for doc in DocBin().from_disk(path).get_docs(nlp.vocab)]
+        docs = DocBin().from_disk(path).get_docs(nlp.vocab)
+    elif suffix == ".jsonl":
+        docs = (nlp.make_doc(text) for text in jsonl_texts(path, limit))
+    else:
+        docs = read_conllu(path, nlp)
+    return list(islice(docs, limit))
+
+
+def sentences_from(path: Path, parser: Optional[Language] = None, limit: Optional[int] = None) -> List[str]:
+    """Sentence texts of a CoNLL-U, .spacy or JSONL file, for the documents
+    of fixed lengths: a CoNLL-U file's sentences; the sentences of a .spacy
+    Doc that has sentence boundaries, otherwise its text; a JSONL text split
+    by the parser when one is given (JSONL has no boundaries, and joining
+    whole articles would make every length a long one)."""
+    nlp = parser if parser is not None else spacy.blank("en")
+    suffix = path.suffix.lower()
+    if suffix == ".spacy":
+        docs = read_documents(path, nlp, limit)
+        return [span.text for doc in docs for span in (doc.sents if doc.has_annotation("SENT_START") else [doc])]
+    if suffix == ".jsonl":
+        texts = jsonl_texts(path, limit)
+        if parser is None:
+            return texts
+        return [sentence.text for doc in parser.pipe(texts) for sentence in doc.sents]
     return [doc.text for doc in read_conllu(path, nlp)]
 
 
@@ -211,6 +259,32 @@ def long_document_mask_cost(
     return rows
 
 
+def parsed_copies(parser: Language, docs: Sequence[Doc], batch_size: int) -> List[Doc]:
+    """Copies of the Docs as they are; those without a complete dependency
+    parse are parsed by the parser (a partial parse is one SLA refuses)."""
+    copies = [doc.copy() for doc in docs]
+    missing = [doc for doc in copies if not doc.has_annotation("DEP", require_complete=True)]
+    for _ in parser.pipe(missing, batch_size=batch_size):  # annotates the copies in place
+        pass
+    return copies
+
+
+def document_statistics(nlp: Language, docs: Sequence[Doc], component: str = "transformer") -> Dict[str, Any]:
+    """Lengths of the Docs and the spans the transformer component's own
+    span getter cuts them into (spacy-transformers: windows of 128 tokens,
+    stride 96), so that a report says how many Docs span several windows."""
+    lengths = [len(doc) for doc in docs]
+    spans = nlp.get_pipe(component).model.attrs["get_spans"](list(docs))
+    return {
+        "n_docs": len(docs),
+        "n_words": sum(lengths),
+        "mean_words": statistics.mean(lengths) if lengths else 0.0,
+        "max_words": max(lengths, default=0),
+        "n_spans": sum(len(doc_spans) for doc_spans in spans),
+        "docs_with_several_spans": sum(len(doc_spans) > 1 for doc_spans in spans),
+    }
+
+
 def measure_setting(
     pipelines: Dict[str, Language],
     parser: Language,
@@ -218,10 +292,17 @@ def measure_setting(
     batch_size: int,
     repeats: int,
     train: bool,
+    documents: Optional[Sequence[Doc]] = None,
 ) -> Dict[str, Any]:
-    """Interleaved timings of every variant on the same parsed Docs."""
+    """Interleaved timings of every variant on the same parsed Docs.
+    documents: Docs as they were read (texts are then theirs); those without
+    a parse are parsed before the timing of the component and the training
+    step, and the pipeline's timing parses every text as it does with texts."""
     parse_seconds = _timed(lambda: list(parser.pipe(texts, batch_size=batch_size)))
-    docs = list(parser.pipe(texts, batch_size=batch_size))
+    if documents is None:
+        docs = list(parser.pipe(texts, batch_size=batch_size))
+    else:
+        docs = parsed_copies(parser, documents, batch_size)
     n_words = sum(len(doc) for doc in docs)
     samples: Dict[str, Dict[str, List[float]]] = {v: {"predict": [], "pipeline": [], "train": [], "mask": []} for v in pipelines}
     # Prediction needs initialized components as much as training does.
@@ -285,15 +366,19 @@ def _summary(values: List[float]) -> Dict[str, float]:
 
 
 def peak_memory(
-    variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int, mixed_precision: bool
+    variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int, mixed_precision: bool,
+    data: Optional[Path] = None, n_docs: Optional[int] = None,
 ) -> float:
     """Peak memory of predicting and training once, in MiB, in a fresh
-    process (so that the variants do not share a high-water mark)."""
+    process (so that the variants do not share a high-water mark). data:
+    predict the first n_docs documents of this file as they are instead of
+    the texts."""
     code = (
         "import json, sys; from spacy_sla.research.benchmark import memory_probe; "
         "print(memory_probe(*json.load(sys.stdin)))"
     )
-    arguments = [variant, model_name, parser_name, texts, batch_size, gpu_id, mixed_precision]
+    arguments = [variant, model_name, parser_name, texts, batch_size, gpu_id, mixed_precision,
+                 None if data is None else str(data), n_docs]
     result = subprocess.run([sys.executable, "-c", code], input=json.dumps(arguments), capture_output=True, text=True, check=True)
     return float(result.stdout.strip().splitlines()[-1])
 
@@ -323,15 +408,23 @@ def run_benchmark(
     profile: Optional[Tuple[int, int]] = None,
     timing: bool = True,
     long_documents: Sequence[int] = (),
+    documents: bool = True,
+    n_docs: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Measure every length x batch size setting; with profile=(words,
     batch_size) also profile that setting per operator; timing=False
     measures peak memory alone; long_documents: Doc lengths in tokens at
-    which to time building the masks of one long Doc."""
+    which to time building the masks of one long Doc. When data is a .spacy
+    or JSONL file and documents is true, its first n_docs documents are also
+    measured as they are, at every batch size (report["documents"])."""
     if gpu_id >= 0:
         require_gpu(gpu_id)
     parser = spacy.load(parser_name, exclude=PARSER_ONLY)
-    sentences = sentences_from(data)
+    as_documents = documents and data.suffix.lower() in DOCUMENT_SUFFIXES
+    # Read (and a JSONL file split) before the minutes of measuring, so that a bad line stops the run at once.
+    document_list = read_documents(data, parser, n_docs) if as_documents else []
+    needs_sentences = lengths or long_documents or profile is not None
+    sentences = sentences_from(data, parser, n_docs) if needs_sentences else []
     pipelines = {variant: transformer_pipeline(variant, parser_name, model_name, mixed_precision) for variant in VARIANTS}
     results = []
     for words in lengths:
@@ -348,6 +441,24 @@ def run_benchmark(
                     v: peak_memory(v, model_name, parser_name, texts, batch_size, gpu_id, mixed_precision) for v in VARIANTS
                 }
             results.append(result)
+    document_results = []
+    for batch_size in batch_sizes if document_list else []:
+        print(f"Measuring the {len(document_list)} documents of {data} as they are, batch size {batch_size} ...", flush=True)
+        texts = [doc.text for doc in document_list]
+        if timing:
+            result = measure_setting(pipelines, parser, texts, batch_size, repeats, train, documents=document_list)
+        else:
+            result = {"variants": {}}
+        result.update(document_statistics(pipelines["vanilla"], document_list))
+        # the parse of Docs without one: before the component's timing and the training step, inside the pipeline's
+        result.update({"input": "documents", "batch_size": batch_size,
+                       "parse_timed": {"predict": False, "pipeline": True, "train": False}})
+        if memory:
+            result["peak_memory_mib"] = {
+                v: peak_memory(v, model_name, parser_name, [], batch_size, gpu_id, mixed_precision, data, n_docs)
+                for v in VARIANTS
+            }
+        document_results.append(result)
     profiled = None
     if profile is not None:
         words, batch_size = profile
@@ -364,35 +475,49 @@ def run_benchmark(
         "data": str(data),
         "repeats": repeats,
         "settings": results,
+        **({"documents": document_results, "n_docs_limit": n_docs} if document_results else {}),
         "profile": profiled,
         "long_document_masks": long_document_masks,
     }
 
 
+def setting_ratios(setting: Dict[str, Any], variants: Sequence[str] = ("sla", "window")) -> Dict[str, float]:
+    """A setting's cost ratios to vanilla (time ratios are inverse
+    throughput ratios: above 1 means the variant is slower)."""
+    timings = setting["variants"]
+    row: Dict[str, float] = {}
+    for kind in ("predict", "pipeline", "train"):
+        if kind in timings.get("vanilla", {}):
+            for variant in variants:
+                row[f"{variant}_{kind}_time_ratio"] = timings["vanilla"][kind]["median"] / timings[variant][kind]["median"]
+    if "sla" in timings:
+        row["sla_mask_share"] = timings["sla"]["mask"]["median"]
+    if "peak_memory_mib" in setting:
+        memory = setting["peak_memory_mib"]
+        row["sla_memory_ratio"] = memory["sla"] / memory["vanilla"]
+    return row
+
+
 def ratio_rows(report: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """SLA / vanilla cost ratios per setting (time ratios are inverse
-    throughput ratios: above 1 means SLA is slower)."""
-    rows = []
-    for setting in report["settings"]:
-        variants = setting["variants"]
-        row: Dict[str, Any] = {"words": setting["words"], "batch_size": setting["batch_size"]}
-        for kind in ("predict", "pipeline", "train"):
-            if kind in variants.get("vanilla", {}):
-                for variant in ("sla", "window"):
-                    row[f"{variant}_{kind}_time_ratio"] = variants["vanilla"][kind]["median"] / variants[variant][kind]["median"]
-        if "sla" in variants:
-            row["sla_mask_share"] = variants["sla"]["mask"]["median"]
-        if "peak_memory_mib" in setting:
-            memory = setting["peak_memory_mib"]
-            row["sla_memory_ratio"] = memory["sla"] / memory["vanilla"]
-        rows.append(row)
-    return rows
+    """SLA / vanilla cost ratios per setting of fixed length."""
+    return [{"words": setting["words"], "batch_size": setting["batch_size"], **setting_ratios(setting)}
+            for setting in report["settings"]]
+
+
+def document_ratio_rows(report: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The same for the documents of the data as they are, per batch size."""
+    return [{"input": "documents", "batch_size": setting["batch_size"], **setting_ratios(setting)}
+            for setting in report.get("documents", [])]
 
 
 def format_table(report: Dict[str, Any]) -> str:
     header = "| words | batch | vanilla predict w/s | SLA predict w/s | SLA/vanilla predict | window/vanilla predict | SLA/vanilla pipeline | SLA/vanilla train step | mask share | SLA/vanilla peak memory |"
     lines = [header, "|---" * (header.count("|") - 1) + "|"]
-    for setting, row in zip(report["settings"], ratio_rows(report)):
+    rows = list(zip(report["settings"], ratio_rows(report)))
+    for setting, row in zip(report.get("documents", []), document_ratio_rows(report)):
+        # the documents of the data, in the same table: words = their mean and maximum length
+        rows.append((setting, {**row, "words": f"documents ({setting['mean_words']:.0f} mean, {setting['max_words']} max)"}))
+    for setting, row in rows:
         predict = {variant: timings["predict"] for variant, timings in setting["variants"].items()}
         spread = lambda variant: f"{predict[variant]['median']:.0f} ({predict[variant]['min']:.0f}-{predict[variant]['max']:.0f})" if variant in predict else "-"  # noqa: E731
         ratio = lambda key: f"{row[key]:.3f}" if key in row else "-"  # noqa: E731
@@ -421,14 +546,19 @@ def peak_memory_in_this_process(gpu_id: int) -> float:
 
 
 def memory_probe(
-    variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int, mixed_precision: bool
+    variant: str, model_name: str, parser_name: str, texts: List[str], batch_size: int, gpu_id: int, mixed_precision: bool,
+    data: Optional[str] = None, n_docs: Optional[int] = None,
 ) -> float:
-    """Predict on all texts and take one training step, then report the peak."""
+    """Predict on all texts (or the documents of data) and take one training
+    step, then report the peak."""
     if gpu_id >= 0:
         require_gpu(gpu_id)
     parser = spacy.load(parser_name, exclude=PARSER_ONLY)
     nlp = transformer_pipeline(variant, parser_name, model_name, mixed_precision)
-    docs = list(parser.pipe(texts, batch_size=batch_size))
+    if data is None:
+        docs = list(parser.pipe(texts, batch_size=batch_size))
+    else:
+        docs = parsed_copies(parser, read_documents(Path(data), parser, n_docs), batch_size)
     optimizer = _initialize(nlp, _examples(docs[:batch_size]))
     if gpu_id >= 0:
         torch.cuda.reset_peak_memory_stats()
