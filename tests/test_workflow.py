@@ -298,7 +298,7 @@ def test_without_max_steps_a_run_keeps_the_configs_own_budget(tmp_path, monkeypa
         commands.append(command)
         Path(command[command.index("--output") + 1]).mkdir(parents=True)
 
-    monkeypatch.setattr(experiments, "_run_command", fake_spacy_train)
+    monkeypatch.setattr(experiments, "run_command", fake_spacy_train)
     run_dir = experiments.train_run("cola", "paper-vanilla", 0, tmp_path / "corpus", tmp_path / "training",
                                     configs_dir=ROOT / "configs", transformer="x", parser="y", max_steps=None,
                                     eval_frequency=100)
