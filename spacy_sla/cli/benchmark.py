@@ -45,6 +45,7 @@ def benchmark_cli(
     parser: str = Opt("en_core_web_sm", "--parser", help="The spaCy pipeline whose parser runs first"),
     data: Path = Opt(DEFAULT_DATA, "--data", help="CoNLL-U, .spacy or JSONL ({\"text\": ...} per line): the sentences of the fixed lengths; the documents of a .spacy or JSONL file are also measured as they are"),
     config: Optional[Path] = Opt(None, "--config", help="Your spacy-transformers config (e.g. from `spacy init config --gpu`): measure its vanilla and SLA pipelines on --data instead of the fixed lengths (--lengths, --batch-sizes, --profile and --long-docs do not apply); `--section.key value` overrides it"),
+    component: Optional[str] = Opt(None, "--component", help="With --config: the transformer component, if the config has several"),
     n_docs: int = Opt(200, "--n-docs", help="The first N documents of --data: measured as they are, and the sample --config's pipelines are initialised on"),
     documents: bool = Opt(True, "--documents/--no-documents", help="Measure the documents of a .spacy or JSONL --data as they are, besides the fixed lengths"),
     lengths: str = Opt("10,25,40,120,400", "--lengths", help="Words per document, comma-separated ('' for none)"),
@@ -76,6 +77,8 @@ def benchmark_cli(
         msg.fail(f"{error.format_message()} See `python -m spacy sla benchmark --help`.", exits=1)
     if overrides and config is None:
         msg.fail(f"{' '.join('--' + key for key in overrides)}: config overrides apply to --config only", exits=1)
+    if component is not None and config is None:
+        msg.fail("--component: names the transformer of --config, and applies to --config only", exits=1)
     if config is not None and not config.is_file():
         msg.fail(f"No config at {config}: pass --config with a spaCy config file", exits=1)
     length_list = _positive_numbers("--lengths", lengths) if lengths.strip() else []
@@ -88,7 +91,8 @@ def benchmark_cli(
     if output.exists() and not output.is_file():
         msg.fail(f"--output {output} is a directory; name the JSON file to write", exits=1)
     if config is not None:
-        _config_benchmark(config, data, parser, model, overrides, n_docs, repeats, train, memory, gpu_id, n_batches, output)
+        _config_benchmark(config, data, parser, model, overrides, n_docs, repeats, train, memory, gpu_id, n_batches, output,
+                          component)
         return
     model = model or DEFAULT_MODEL
     try:
@@ -138,12 +142,13 @@ def benchmark_cli(
 
 def _config_benchmark(
     config: Path, data: Path, parser: str, model: Optional[str], overrides: Dict[str, Any], n_docs: int, repeats: int,
-    train: bool, memory: bool, gpu_id: int, n_batches: int, output: Path,
+    train: bool, memory: bool, gpu_id: int, n_batches: int, output: Path, component: Optional[str] = None,
 ) -> None:
     """--config: the config's vanilla and SLA pipelines, side by side."""
     try:
         report = run_config_benchmark(config, data, parser, model=model, overrides=overrides, n_docs=n_docs,
-                                      repeats=repeats, train=train, memory=memory, gpu_id=gpu_id, n_batches=n_batches)
+                                      repeats=repeats, train=train, memory=memory, gpu_id=gpu_id, n_batches=n_batches,
+                                      component=component)
     except OSError as error:
         msg.fail(f"Could not run the benchmark: {' '.join(str(error).split())}", exits=1)
     except ValueError as error:
