@@ -241,3 +241,21 @@ def test_under_autocast_the_training_path_matches_the_previous_formulation(monke
         assert torch.isfinite(grad).all(), name
         scale = results[False][name].abs().max().clamp(min=1.0)
         assert (grad - results[False][name]).abs().max() / scale < 0.1, name
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_dropout_masks_are_independent_bernoulli_draws_at_the_rate(rate):
+    """Drawn a sequence at a time into one buffer: every sequence, head and
+    pair gets its own draw, at the rate, and two masks are independent."""
+    like = torch.empty(16, N_HEADS, 40, 40)
+    torch.manual_seed(0)
+    first, second = attention_module._drop_mask(like, rate), attention_module._drop_mask(like, rate)
+    assert first.dtype == torch.bool and first.shape == like.shape
+    n = first.numel()
+    tolerance = 5 * math.sqrt(rate * (1 - rate) / n)  # five standard errors
+    assert abs(first.float().mean().item() - rate) < tolerance
+    # independent: P(both dropped) = rate², between masks, sequences and heads
+    for a, b in ((first, second), (first[:-1], first[1:]), (first[:, :-1], first[:, 1:])):
+        both = (a & b).float().mean().item()
+        assert abs(both - rate**2) < 5 * math.sqrt(rate**2 * (1 - rate**2) / a.numel())
+    assert attention_module._drop_mask(like, 0.0) is None

@@ -182,12 +182,25 @@ def active_batch() -> AttentionBatch:
 
 def _drop_mask(like: torch.Tensor, dropout: float) -> Optional[torch.Tensor]:
     """A boolean dropout mask, True where an element is dropped (with
-    probability `dropout`), or None without dropout: one byte per element
-    where F.dropout's backward keeps a float mask. Drawn as uint8 (on the CPU
-    ~25% faster than drawing bool or float) and viewed as bool."""
+    probability `dropout`, independently), or None without dropout: one byte
+    per element where F.dropout's backward keeps a float mask.
+
+    On the CPU, bernoulli_ with a scalar rate takes about twice as long as
+    drawing uniform floats and comparing them with the rate, which are the
+    same Bernoulli draws (docs/performance.md); these masks are the largest
+    cost plain attention does not have. The floats are drawn one sequence
+    at a time into one buffer, so that the draw adds no more than a
+    sequence's (heads, n, n) floats to the peak memory. Elsewhere, uint8
+    bernoulli_ viewed as bool."""
     if dropout <= 0.0:
         return None
-    return torch.empty(like.shape, dtype=torch.uint8, device=like.device).bernoulli_(dropout).view(torch.bool)
+    if like.device.type != "cpu" or like.dim() < 2:
+        return torch.empty(like.shape, dtype=torch.uint8, device=like.device).bernoulli_(dropout).view(torch.bool)
+    drop = torch.empty(like.shape, dtype=torch.bool)
+    uniform = torch.empty(like.shape[1:])
+    for sequence in drop:
+        torch.lt(uniform.uniform_(), dropout, out=sequence)
+    return drop
 
 
 def _log_normaliser(logits: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
