@@ -365,3 +365,21 @@ def test_a_config_mode_that_cannot_start_writes_nothing(tiny_bert, tmp_path):
         assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
         assert message in " ".join(result.output.split()), result.output
         assert not output.exists()
+
+
+@needs_parser
+def test_the_training_formulations_are_timed_side_by_side_and_the_default_restored(tiny_bert, tmp_path):
+    from spacy_sla.layers import SyntaxAwareAttention
+    from spacy_sla.research.formulation_benchmark import main as formulation_benchmark
+
+    user = init_config_file(tmp_path / "user.cfg", "ner")
+    data = spacy_data(tmp_path / "data.spacy", annotated_docs(6, 0))
+    output = tmp_path / "formulations.json"
+    report = formulation_benchmark([str(user), str(data), "--n-docs", "6", "--model", str(tiny_bert),
+                                    "--parser", PARSER, "--repeats", "1", "--output", str(output)])
+    assert json.loads(output.read_text(encoding="utf8")) == report
+    assert set(report["seconds"]) == {"vanilla", "sla-two-branch", "sla-two-sdpa"}
+    for arm, seconds in report["seconds"].items():
+        assert seconds > 0 and report["ratios"][arm] == pytest.approx(seconds / report["seconds"]["vanilla"])
+    assert report["batch"]["docs"] >= 1 and report["repeats"] == 1
+    assert SyntaxAwareAttention.memory_saving_training is True
