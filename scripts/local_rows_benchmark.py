@@ -28,7 +28,7 @@ import json
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 from transformers import AutoModel
@@ -103,6 +103,22 @@ def layer_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], float]
 SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
 
 
+def alternating_medians(
+    timed: Callable[[str], float], ways: Sequence[str], repetitions: int
+) -> Tuple[Dict[str, List[float]], Dict[str, float]]:
+    """Each way's times and their medians: one warm-up call per way, then
+    `repetitions` rounds in a rotating order, each way first as often as
+    the others."""
+    for way in ways:
+        timed(way)
+    seconds: Dict[str, List[float]] = {way: [] for way in ways}
+    for repetition in range(repetitions):
+        shift = repetition % len(ways)
+        for way in tuple(ways[shift:]) + tuple(ways[:shift]):
+            seconds[way].append(timed(way))
+    return seconds, {way: statistics.median(values) for way, values in seconds.items()}
+
+
 def compare_on_docs(args) -> List[Dict]:
     """The transformer component alone on the first --n-docs Docs of each
     .spacy file as they are (parsed by --parser, batches of --batch-size):
@@ -135,14 +151,7 @@ def compare_on_docs(args) -> List[Dict]:
             list(component.pipe([doc.copy() for doc in docs], batch_size=args.batch_size))
             return time.process_time() - start
 
-        ways = ("vanilla", "sla-plain", "sla")
-        for way in ways:  # warm-up
-            timed(way)
-        seconds: Dict[str, List[float]] = {way: [] for way in ways}
-        for repetition in range(args.repeats):
-            for way in ways[repetition % 3 :] + ways[: repetition % 3]:
-                seconds[way].append(timed(way))
-        medians = {way: statistics.median(values) for way, values in seconds.items()}
+        seconds, medians = alternating_medians(timed, ("vanilla", "sla-plain", "sla"), args.repeats)
         row = {
             "docs": path,
             "n_docs": len(docs),
@@ -194,16 +203,7 @@ def main() -> None:
         for share in (float(s) for s in args.shares.split(",")):
             n_restricted = round(share * args.batch_size)
             inputs = batch_inputs(args.batch_size, n_pieces, n_restricted, vocab_size)
-            timed = make_timer(model, inputs)
-            for way in WAYS:  # warm-up
-                timed(way)
-            seconds: Dict[str, List[float]] = {way: [] for way in WAYS}
-            for repetition in range(args.repeats * rounds):
-                # each way first as often as the others
-                order = WAYS[repetition % len(WAYS):] + WAYS[: repetition % len(WAYS)]
-                for way in order:
-                    seconds[way].append(timed(way))
-            medians = {way: statistics.median(values) for way, values in seconds.items()}
+            seconds, medians = alternating_medians(make_timer(model, inputs), WAYS, args.repeats * rounds)
             row = {
                 "pieces": n_pieces,
                 "batch_size": args.batch_size,

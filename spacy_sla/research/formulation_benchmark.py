@@ -26,31 +26,30 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
-from ..layers import SyntaxAwareAttention
 from .config_benchmark import benchmark_configs, build_pipeline, fresh, write_sample
+from .encoder_benchmark import formulation
 
-ARMS = (("vanilla", "vanilla", True), ("sla-two-branch", "sla", True), ("sla-two-sdpa", "sla", False))
+# each arm and the pipeline it trains; encoder_benchmark.formulation turns
+# TwoBranchAttention off for "sla-two-sdpa" alone
+ARMS = (("vanilla", "vanilla"), ("sla-two-branch", "sla"), ("sla-two-sdpa", "sla"))
 
 
 def measure(config: Path, data: Path, n_docs: int, model: Optional[str], parser: str, repeats: int) -> Dict[str, Any]:
     configs = benchmark_configs(config, parser, model, {}, None)
-    previous = SyntaxAwareAttention.memory_saving_training
     with tempfile.TemporaryDirectory() as directory:
         sample = write_sample(data, configs["vanilla"]["nlp"]["lang"], n_docs, Path(directory))
         pipelines = {variant: build_pipeline(variant_config, sample) for variant, variant_config in configs.items()}
-        seconds: Dict[str, List[float]] = {arm: [] for arm, _, _ in ARMS}
-        try:
-            for repeat in range(repeats + 1):  # repetition 0 warms up
-                for arm, variant, two_branch in ARMS:
-                    SyntaxAwareAttention.memory_saving_training = two_branch
-                    pipeline = pipelines[variant]
-                    examples = fresh(pipeline.train_batches[0])
+        seconds: Dict[str, List[float]] = {arm: [] for arm, _ in ARMS}
+        for repeat in range(repeats + 1):  # repetition 0 warms up
+            for arm, variant in ARMS:
+                pipeline = pipelines[variant]
+                examples = fresh(pipeline.train_batches[0])
+                with formulation(arm):
                     start = time.perf_counter()
                     pipeline.train_step(examples)
-                    if repeat:
-                        seconds[arm].append(time.perf_counter() - start)
-        finally:
-            SyntaxAwareAttention.memory_saving_training = previous
+                    elapsed = time.perf_counter() - start
+                if repeat:
+                    seconds[arm].append(elapsed)
         batch = pipelines["vanilla"].train_batches[0]
     medians = {arm: statistics.median(values) for arm, values in seconds.items()}
     return {
