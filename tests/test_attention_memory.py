@@ -2,7 +2,7 @@
 only what the two softmaxes need) against the previous formulation: two
 SDPA calls, one per branch, each with its own dropout, mixed by the gate."""
 import math
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import pytest
 import torch
@@ -121,18 +121,18 @@ def test_training_gradients_equal_the_previous_formulation_without_dropout(kind,
 
 
 class RecordedKeepMasks:
-    """Wraps _drop_mask to keep the dropout masks it draws (as keep masks)."""
+    """Wraps _drop_out_pair to record the dropout masks it draws."""
 
     def __init__(self, monkeypatch):
         self.masks: List[torch.Tensor] = []
-        original = attention_module._drop_mask
+        original = attention_module._drop_out_pair
 
-        def recorded(like: torch.Tensor, dropout: float) -> Optional[torch.Tensor]:
-            mask = original(like, dropout)
-            self.masks.append(~mask)
-            return mask
+        def recorded(global_probs, local_probs, dropout: float) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
+            masks = original(global_probs, local_probs, dropout)
+            self.masks.extend(mask.clone() for mask in masks)
+            return masks
 
-        monkeypatch.setattr(attention_module, "_drop_mask", recorded)
+        monkeypatch.setattr(attention_module, "_drop_out_pair", recorded)
 
 
 @pytest.mark.parametrize("kind", ["mask", "bias"])
@@ -243,19 +243,48 @@ def test_under_autocast_the_training_path_matches_the_previous_formulation(monke
         assert (grad - results[False][name]).abs().max() / scale < 0.1, name
 
 
+def drop_out_pair(shape, rate: float):
+    """_drop_out_pair on random probabilities: (dropped global, dropped local,
+    the inputs, the keep masks)."""
+    global_probs, local_probs = torch.rand(shape), torch.rand(shape)
+    inputs = (global_probs.clone(), local_probs.clone())
+    keeps = attention_module._drop_out_pair(global_probs, local_probs, rate)
+    return global_probs, local_probs, inputs, keeps
+
+
 @pytest.mark.parametrize("rate", [0.1, 0.5])
 def test_dropout_masks_are_independent_bernoulli_draws_at_the_rate(rate):
-    """Drawn a sequence at a time into one buffer: every sequence, head and
-    pair gets its own draw, at the rate, and two masks are independent."""
-    like = torch.empty(16, N_HEADS, 40, 40)
+    """Both branches' masks from one uniform draw per element, a sequence at
+    a time: each mask drops at the rate, the two masks are independent (all
+    four joint outcomes at their product probabilities), and so are
+    sequences, heads and pairs; the probabilities are zeroed exactly where
+    the returned masks drop."""
+    shape = (16, N_HEADS, 40, 40)
     torch.manual_seed(0)
-    first, second = attention_module._drop_mask(like, rate), attention_module._drop_mask(like, rate)
-    assert first.dtype == torch.bool and first.shape == like.shape
-    n = first.numel()
-    tolerance = 5 * math.sqrt(rate * (1 - rate) / n)  # five standard errors
-    assert abs(first.float().mean().item() - rate) < tolerance
-    # independent: P(both dropped) = rate², between masks, sequences and heads
-    for a, b in ((first, second), (first[:-1], first[1:]), (first[:, :-1], first[:, 1:])):
-        both = (a & b).float().mean().item()
-        assert abs(both - rate**2) < 5 * math.sqrt(rate**2 * (1 - rate**2) / a.numel())
-    assert attention_module._drop_mask(like, 0.0) is None
+    global_probs, local_probs, (global_input, local_input), keeps = drop_out_pair(shape, rate)
+    for dropped, original, keep in ((global_probs, global_input, keeps[0]), (local_probs, local_input, keeps[1])):
+        assert keep.dtype == torch.bool and keep.shape == shape
+        assert torch.equal(dropped, original * keep)
+    first, second = ~keeps[0], ~keeps[1]
+
+    def assert_near(observed: torch.Tensor, probability: float) -> None:
+        # within five standard errors
+        tolerance = 5 * math.sqrt(probability * (1 - probability) / observed.numel())
+        assert abs(observed.float().mean().item() - probability) < tolerance
+
+    for mask in (first, second):
+        assert_near(mask, rate)
+    keep = 1 - rate
+    for joint, probability in (
+        (first & second, rate * rate), (first & ~second, rate * keep),
+        (~first & second, keep * rate), (~first & ~second, keep * keep),
+    ):
+        assert_near(joint, probability)
+    for mask in (first, second):
+        for a, b in ((mask[:-1], mask[1:]), (mask[:, :-1], mask[:, 1:]), (mask[..., :-1], mask[..., 1:])):
+            assert_near(a & b, rate**2)
+    # a second call draws anew
+    again = ~drop_out_pair(shape, rate)[3][0]
+    assert_near(first & again, rate**2)
+    global_probs, local_probs, (global_input, local_input), keeps = drop_out_pair(shape, 0.0)
+    assert keeps is None and torch.equal(global_probs, global_input) and torch.equal(local_probs, local_input)

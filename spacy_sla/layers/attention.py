@@ -84,7 +84,8 @@ class AttentionBatch:
     # CPU kernel turns a boolean mask into an additive one on every call, at
     # every layer).
     _additive_local_masks: Dict[Tuple[torch.dtype, bool], torch.Tensor] = field(default_factory=dict, repr=False)
-    _hidden_local_mask: Optional[Tuple[torch.Tensor, Optional[torch.Tensor]]] = field(default=None, repr=False)
+    _logit_offsets: Dict[Tuple[torch.dtype, bool], torch.Tensor] = field(default_factory=dict, repr=False)
+    _empty_local_rows: Optional[Tuple[Optional[torch.Tensor]]] = field(default=None, repr=False)
 
     @classmethod
     def from_inputs(
@@ -109,15 +110,28 @@ class AttentionBatch:
         local_rows = None if local is None else _rows_needing_local(local, keys, local_restricted)
         return cls(keys, local, local_buckets, parent_targets, record_gates, local_rows=local_rows)
 
-    def hidden_local_mask(self) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """~local_mask, and the (batch, 1, n_pieces, 1) rows that see no key
-        locally (None when there is none: the masks the builders make always
-        show each piece itself). Made once per forward pass for all layers."""
-        if self._hidden_local_mask is None:
-            hidden = ~self.local_mask
-            empty_rows = hidden.all(-1, keepdim=True)
-            self._hidden_local_mask = (hidden, empty_rows if bool(empty_rows.any()) else None)
-        return self._hidden_local_mask
+    def empty_local_rows(self) -> Optional[torch.Tensor]:
+        """The (batch, 1, n_pieces, 1) rows that see no key locally, or None
+        when there is none (the masks the builders make always show each
+        piece itself). Made once per forward pass for all layers."""
+        if self._empty_local_rows is None:
+            empty_rows = (~self.local_mask).all(-1, keepdim=True)
+            self._empty_local_rows = (empty_rows if bool(empty_rows.any()) else None,)
+        return self._empty_local_rows[0]
+
+    def logit_offsets(self, dtype: torch.dtype, local: bool = False) -> torch.Tensor:
+        """The padding mask (or with `local`, local_mask) as an additive
+        offset of `dtype` to the scores: 0 where visible, -inf where hidden,
+        (batch, 1, 1, n_pieces) (or (batch, 1, n_pieces, n_pieces)). Adding
+        it hides exactly what masked_fill hides, in a fraction of the time on
+        the CPU; made once per forward pass for all layers."""
+        offsets = self._logit_offsets.get((dtype, local))
+        if offsets is None:
+            visible = self.local_mask if local else self.global_mask
+            offsets = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+            offsets.masked_fill_(~visible, float("-inf"))
+            self._logit_offsets[(dtype, local)] = offsets
+        return offsets
 
     def additive_local_mask(self, dtype: torch.dtype, gathered: bool = False) -> Optional[torch.Tensor]:
         """local_mask as (batch, 1, n_pieces, n_pieces) of `dtype` (with
@@ -126,7 +140,7 @@ class AttentionBatch:
         gives such a row zeros with a boolean mask, not with an additive
         one). As every row sees a key, a hidden key's weight is
         exp(min - visible max) = 0 exactly, as with the boolean mask."""
-        if self.hidden_local_mask()[1] is not None:
+        if self.empty_local_rows() is not None:
             return None
         mask = self._additive_local_masks.get((dtype, gathered))
         if mask is None:
@@ -180,35 +194,52 @@ def active_batch() -> AttentionBatch:
 
 
 
-def _drop_mask(like: torch.Tensor, dropout: float) -> Optional[torch.Tensor]:
-    """A boolean dropout mask, True where an element is dropped (with
-    probability `dropout`, independently), or None without dropout: one byte
-    per element where F.dropout's backward keeps a float mask.
+def _drop_out_pair(
+    global_probs: torch.Tensor, local_probs: torch.Tensor, dropout: float
+) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
+    """Zero, in place, the probabilities each branch's dropout drops, and
+    return the two branches' masks as booleans, True where an element is
+    kept (for backward; None without dropout). Each mask drops an element
+    with probability `dropout`, independently of the other mask and of
+    every other element. One byte per element where F.dropout's backward
+    keeps a float mask.
 
-    On the CPU, bernoulli_ with a scalar rate takes about twice as long as
-    drawing uniform floats and comparing them with the rate, which are the
-    same Bernoulli draws (docs/performance.md); these masks are the largest
-    cost plain attention does not have. The floats are drawn one sequence
-    at a time into one buffer, so that the draw adds no more than a
-    sequence's (heads, n, n) floats to the peak memory. Elsewhere, uint8
-    bernoulli_ viewed as bool."""
+    On the CPU the random draws are the largest cost plain attention does not
+    have (docs/performance.md), so one uniform u per element serves both
+    masks: the global branch drops u < p, the local one p(1 - p) <= u <
+    p(1 - p) + p. Each interval has length p and their overlap [p(1 - p), p)
+    has length p², so the pair has the law of two independent Bernoulli(p)
+    draws (bernoulli_ with a scalar rate, twice, takes about three times as
+    long). The draws and the products run one sequence at a time in
+    buffers of a sequence's (heads, n, n) floats, so the peak memory grows
+    by no more than that, and the masks are applied as float products (a
+    boolean mask's masked_fill, or its cast, costs several times as much).
+    Elsewhere, two uint8 bernoulli_ draws viewed as bool."""
     if dropout <= 0.0:
         return None
-    if like.device.type != "cpu" or like.dim() < 2:
-        return torch.empty(like.shape, dtype=torch.uint8, device=like.device).bernoulli_(dropout).view(torch.bool)
-    drop = torch.empty(like.shape, dtype=torch.bool)
-    uniform = torch.empty(like.shape[1:])
-    for sequence in drop:
-        torch.lt(uniform.uniform_(), dropout, out=sequence)
-    return drop
-
-
-def _log_normaliser(logits: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
-    """The rows' log-sum-exp, from the logits and their softmax: the largest
-    probability is exp(max - lse). Two reductions instead of logsumexp's
-    exponentials; exact up to rounding, as the largest probability is at
-    least 1 / n."""
-    return logits.amax(-1, keepdim=True) - probs.amax(-1, keepdim=True).log()
+    shape = global_probs.shape
+    if global_probs.device.type != "cpu" or global_probs.dim() < 2:
+        keeps = tuple(
+            torch.empty(shape, dtype=torch.uint8, device=global_probs.device).bernoulli_(1.0 - dropout)
+            for _ in range(2)
+        )
+        global_probs.mul_(keeps[0])
+        local_probs.mul_(keeps[1])
+        return keeps[0].view(torch.bool), keeps[1].view(torch.bool)
+    local_start = dropout * (1.0 - dropout)
+    keep_global = torch.empty(shape, dtype=torch.bool)
+    keep_local = torch.empty(shape, dtype=torch.bool)
+    uniform = torch.empty(shape[1:])
+    kept = torch.empty(shape[1:])
+    after_local = torch.empty(shape[1:])
+    for index in range(shape[0]):
+        uniform.uniform_()
+        global_probs[index].mul_(torch.ge(uniform, dropout, out=kept))
+        torch.ge(uniform, dropout, out=keep_global[index])
+        torch.lt(uniform, local_start, out=kept).add_(torch.ge(uniform, local_start + dropout, out=after_local))
+        local_probs[index].mul_(kept)
+        torch.ne(kept, 0.0, out=keep_local[index])
+    return keep_global, keep_local
 
 
 class TwoBranchAttention(torch.autograd.Function):
@@ -224,23 +255,31 @@ class TwoBranchAttention(torch.autograd.Function):
 
         out = M V / (1 - p),   M = (1 - g) D_g P_g + g D_l P_l.
 
-    Saved for backward: Q, K, V, g, the local input (the batch's boolean mask
-    of hidden pairs, shared by the heads, or the additive bias), S, each
-    branch's rows' log-sum-exp and the dropout masks as booleans: per element
+    Saved for backward: Q, K, V, g, the local input (the batch's additive
+    local mask, shared by the heads and the layers, or the bias), S and the
+    keep masks as booleans: per element
     of B x H x L x L, 4 bytes for S and 2 for the masks (in float32), where
     two SDPA calls keep 16 bytes (two float tensors per branch) and plain
-    attention 8. Backward recomputes P = exp(S - lse) for both branches and
-    M (elementwise); the dropout masks are kept, not redrawn, because drawing
-    them is the costly part on the CPU.
+    attention 8. Backward recomputes both softmaxes and M; the dropout masks
+    are kept, not redrawn, because drawing them is the costly part on the
+    CPU.
 
     Backward (dO the gradient of out, r = 1 / (1 - p)):
-        dV = r M^T dO,  dM = r dO V^T,
-        dP_g = (1 - g) D_g dM,  dP_l = g D_l dM,
-        dS = softmax_backward(dP_g, P_g) + softmax_backward(dP_l, P_l),
+        dV = r M^T dO,  dM = r dO V^T,  A_g = D_g P_g dM,  A_l = D_l P_l dM,
+        dS = (1 - g) (A_g - P_g sum_keys(A_g)) + g (A_l - P_l sum_keys(A_l))
+           (the two softmax backwards with dP_g = (1 - g) D_g dM, dP_l = g D_l dM),
         dQ = dS K / sqrt(d),  dK = dS^T Q / sqrt(d),
-        dg = sum_keys(dM (D_l P_l - D_g P_g)),  d(bias) = softmax_backward(dP_l, P_l).
+        dg = sum_keys(A_l) - sum_keys(A_g),  d(bias) = g (A_l - P_l sum_keys(A_l)).
     The factor r is applied to the small tensors (dV, dQ, dK, dg), not the
     B x H x L x L ones.
+
+    The elementwise passes over B x H x L x L, not the products, are what SLA
+    adds on the CPU, so each is chosen for speed there (docs/performance.md):
+    masks are added as offsets (0 or -inf) and dropout applied as a product
+    with the keep masks' bytes, where masked_fill with a broadcast or boolean
+    mask takes four to ten times as long; products and mixes run in place
+    where the operand is not needed again; the softmax backwards are
+    written with the mix folded in (about 15 passes instead of 20).
     """
 
     @staticmethod
@@ -250,65 +289,60 @@ class TwoBranchAttention(torch.autograd.Function):
         key: torch.Tensor,
         value: torch.Tensor,
         gate: torch.Tensor,
-        global_hidden: torch.Tensor,
+        global_offsets: torch.Tensor,
         local: torch.Tensor,
         empty_local_rows: Optional[torch.Tensor],
         dropout: float,
     ) -> torch.Tensor:
         """query, key, value: (batch, heads, n, head_size); gate: (batch,
-        n_gates, n, 1) with n_gates 1 or heads; global_hidden: (batch, 1, 1,
-        n) bool, True for padding keys; local: (batch, 1, n, n) bool, True
-        where the local branch hides a key (padding included), or an additive
-        bias broadcastable to (batch, heads, n, n) (padding keys at the
-        type's minimum); empty_local_rows: (batch, 1, n, 1) bool, the rows
+        n_gates, n, 1) with n_gates 1 or heads; global_offsets: (batch, 1, 1,
+        n), -inf for padding keys, 0 elsewhere (AttentionBatch.logit_offsets);
+        local: the local branch's additive offsets broadcastable to (batch,
+        heads, n, n): -inf where the local mask hides a key (padding
+        included), 0 elsewhere, or a bias (padding keys at the type's
+        minimum); empty_local_rows: (batch, 1, n, 1) bool, the rows
         that see no key locally, whose local branch is zero (as SDPA makes
         it), or None."""
         scale = 1.0 / math.sqrt(query.shape[-1])
         with torch.autocast(query.device.type, enabled=False):
             # Under autocast the projections arrive in half precision; the
             # softmaxes run in float32, as autocast runs them.
-            scores = torch.matmul(query * scale, key.transpose(-1, -2)).masked_fill_(global_hidden, float("-inf"))
-            logits = scores.float()
-            global_probs = torch.softmax(logits, -1)
-            global_lse = _log_normaliser(logits, global_probs)
-            # Each local row is normalised by its own largest visible score
-            # (see _attend_with_probabilities): none underflows to zeros.
-            local_logits = TwoBranchAttention._local_logits(logits, local)
-            del logits
-            local_probs = torch.softmax(local_logits, -1)
-            local_lse = _log_normaliser(local_logits, local_probs)
-            del local_logits
-            if empty_local_rows is not None:
-                # softmax gives NaN there; exp(S - inf) = 0 in backward
-                local_probs.masked_fill_(empty_local_rows, 0.0)
-                local_lse.masked_fill_(empty_local_rows, float("inf"))
-            drop_global, drop_local = _drop_mask(global_probs, dropout), _drop_mask(local_probs, dropout)
-            mixed = TwoBranchAttention._mixed(
-                _dropped(global_probs, drop_global, inplace=True),
-                _dropped(local_probs, drop_local, inplace=True),
-                gate,
-            )
+            scores = torch.matmul(query * scale, key.transpose(-1, -2)).add_(global_offsets)
+            global_probs, local_probs, _ = TwoBranchAttention._probabilities(scores, local, empty_local_rows)
+            keep_masks = _drop_out_pair(global_probs, local_probs, dropout)
+            keep_global, keep_local = (None, None) if keep_masks is None else keep_masks
+            mixed = global_probs.lerp_(local_probs, gate.to(global_probs.dtype))
             del global_probs, local_probs
             output = torch.matmul(mixed.to(value.dtype), value)
             if dropout > 0.0:
                 output.mul_(1.0 / (1.0 - dropout))
-        ctx.save_for_backward(query, key, value, gate, local, scores, global_lse, local_lse, drop_global, drop_local)
+        ctx.save_for_backward(query, key, value, gate, local, scores, keep_global, keep_local)
+        ctx.empty_local_rows = empty_local_rows
         ctx.dropout = dropout
         return output
 
     @staticmethod
-    def _local_logits(logits: torch.Tensor, local: torch.Tensor) -> torch.Tensor:
-        if local.dtype == torch.bool:
-            return logits.masked_fill(local, float("-inf"))
-        return logits + local
-
-    @staticmethod
-    def _mixed(dropped_global: torch.Tensor, dropped_local: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
-        return torch.lerp(dropped_global, dropped_local, gate.to(dropped_global.dtype))
+    def _probabilities(
+        scores: torch.Tensor, local: torch.Tensor, empty_local_rows: Optional[torch.Tensor]
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Both branches' probabilities, in float32, and the local logits'
+        buffer (free for reuse). Backward recomputes them the same way:
+        softmax is exact and, on the CPU, two to ten times as fast as
+        exp(S - log-sum-exp), whose vectorised exp slows down on -inf and on
+        results below float32's normal range."""
+        logits = scores.float()
+        global_probs = torch.softmax(logits, -1)
+        # Each local row is normalised by its own largest visible score
+        # (see _attend_with_probabilities): none underflows to zeros.
+        local_logits = logits + local
+        local_probs = torch.softmax(local_logits, -1)
+        if empty_local_rows is not None:
+            local_probs.masked_fill_(empty_local_rows, 0.0)  # softmax gives NaN there
+        return global_probs, local_probs, local_logits
 
     @staticmethod
     def backward(ctx, grad_output: torch.Tensor):
-        query, key, value, gate, local, scores, global_lse, local_lse, drop_global, drop_local = ctx.saved_tensors
+        query, key, value, gate, local, scores, keep_global, keep_local = ctx.saved_tensors
         dropout = ctx.dropout
         rescale = 1.0 / (1.0 - dropout)
         scale = 1.0 / math.sqrt(query.shape[-1])
@@ -316,54 +350,49 @@ class TwoBranchAttention(torch.autograd.Function):
             # contiguous: a broadcast or transposed gradient would send the
             # batched products below through a slow per-matrix path
             grad_output = grad_output.to(value.dtype).contiguous()
-            logits = scores.float()
-            global_probs = torch.sub(logits, global_lse).exp_()
-            if local.dtype == torch.bool:
-                local_probs = torch.sub(logits, local_lse).exp_().masked_fill_(local, 0.0)
+            global_probs, local_probs, free = TwoBranchAttention._probabilities(scores, local, ctx.empty_local_rows)
+            if keep_global is None:
+                kept_global, kept_local = global_probs, local_probs
             else:
-                local_probs = torch.add(logits, local).sub_(local_lse).exp_()
-            del logits
-            dropped_global = _dropped(global_probs, drop_global)
-            dropped_local = _dropped(local_probs, drop_local)
-            mixed = TwoBranchAttention._mixed(dropped_global, dropped_local, gate).to(value.dtype)
-            grad_value = torch.matmul(mixed.transpose(-1, -2), grad_output)
-            del mixed
+                # the masks cast into buffers, then multiplied in place: one
+                # new tensor where a product with a boolean makes two
+                kept_global = torch.empty_like(global_probs).copy_(keep_global).mul_(global_probs)
+                kept_local = free.copy_(keep_local).mul_(local_probs)
+            del free
+            mixed = torch.lerp(kept_global, kept_local, gate.to(kept_global.dtype))
+            grad_value = torch.matmul(mixed.to(value.dtype).transpose(-1, -2), grad_output)
             if dropout > 0.0:
                 grad_value.mul_(rescale)
             # dM / r: the factor r goes to the small gradients at the end
-            grad_mixed = torch.matmul(grad_output, value.transpose(-1, -2)).float()
+            if value.dtype == mixed.dtype:
+                grad_mixed = torch.matmul(grad_output, value.transpose(-1, -2), out=mixed)
+            else:
+                grad_mixed = torch.matmul(grad_output, value.transpose(-1, -2)).float()
+            del mixed
+            # A_b = dM D_b P_b per branch (in place only on a kept copy:
+            # without dropout, kept_b is P_b, which is needed below)
+            weighted_global = kept_global.mul_(grad_mixed) if keep_global is not None else kept_global * grad_mixed
+            weighted_local = kept_local.mul_(grad_mixed) if keep_local is not None else grad_mixed.mul_(kept_local)
+            del kept_global, kept_local, grad_mixed
+            sum_global = weighted_global.sum(-1, keepdim=True)
+            sum_local = weighted_local.sum(-1, keepdim=True)
             grad_gate = None
             if ctx.needs_input_grad[3]:
-                # in place only on a copy: without dropout, dropped_local is local_probs
-                difference = dropped_local.sub_(dropped_global) if drop_local is not None else dropped_local - dropped_global
-                difference = difference.mul_(grad_mixed)
-                grad_gate = difference.sum(-1, keepdim=True).mul_(rescale).sum_to_size(gate.shape).to(gate.dtype)
-                del difference
-            del dropped_global, dropped_local
+                grad_gate = sum_local.sub(sum_global).mul_(rescale).sum_to_size(gate.shape).to(gate.dtype)
+            # softmax backward per branch, with dP_b = (1 - g or g) D_b dM:
+            # dS_b = (1 - g or g) (A_b - P_b sum_keys(A_b))
+            grad_global_logits = weighted_global.addcmul_(global_probs, sum_global, value=-1.0)
+            grad_local_logits = weighted_local.addcmul_(local_probs, sum_local, value=-1.0)
+            del global_probs, local_probs, weighted_global, weighted_local
             gate = gate.float()
-            grad_global = _dropped(grad_mixed * (1.0 - gate), drop_global, inplace=True)
-            grad_local = _dropped(grad_mixed.mul_(gate), drop_local, inplace=True)
-            del grad_mixed
-            grad_scores = torch._softmax_backward_data(grad_global, global_probs, -1, global_probs.dtype)
-            del grad_global, global_probs
-            grad_local_logits = torch._softmax_backward_data(grad_local, local_probs, -1, local_probs.dtype)
-            del grad_local, local_probs
             grad_bias = None
             if ctx.needs_input_grad[5]:
-                grad_bias = grad_local_logits.sum_to_size(local.shape).mul(rescale).to(local.dtype)
-            grad_scores = grad_scores.add_(grad_local_logits).to(query.dtype)
-            del grad_local_logits
+                grad_bias = (grad_local_logits * gate).sum_to_size(local.shape).mul_(rescale).to(local.dtype)
+            grad_scores = grad_global_logits.lerp_(grad_local_logits, gate).to(query.dtype)
+            del grad_global_logits, grad_local_logits
             grad_query = torch.matmul(grad_scores, key).mul_(scale * rescale)
             grad_key = torch.matmul(grad_scores.transpose(-1, -2), query).mul_(scale * rescale)
         return grad_query, grad_key, grad_value, grad_gate, None, grad_bias, None, None
-
-
-def _dropped(probs: torch.Tensor, drop: Optional[torch.Tensor], inplace: bool = False) -> torch.Tensor:
-    """probs with the dropped entries zeroed (the 1 / (1 - p) is applied
-    elsewhere)."""
-    if drop is None:
-        return probs
-    return probs.masked_fill_(drop, 0.0) if inplace else probs.masked_fill(drop, 0.0)
 
 
 def _first_not_none(first: Optional[torch.Tensor], second: torch.Tensor) -> torch.Tensor:
@@ -483,8 +512,12 @@ class SyntaxAwareAttention(nn.Module):
         if self.memory_saving_training and torch.is_grad_enabled() and _needs_grad(query, key, value, gate, local_mask):
             # Training: one score matrix, and only the two probability
             # tensors and boolean dropout masks kept for backward.
-            local, empty_rows = batch.hidden_local_mask() if local_mask.dtype == torch.bool else (local_mask, None)
-            context = TwoBranchAttention.apply(query, key, value, gate, ~batch.global_mask, local, empty_rows, dropout)
+            if local_mask.dtype == torch.bool:
+                local, empty_rows = batch.logit_offsets(torch.float32, local=True), batch.empty_local_rows()
+            else:
+                local, empty_rows = local_mask, None
+            global_offsets = batch.logit_offsets(query.dtype)
+            context = TwoBranchAttention.apply(query, key, value, gate, global_offsets, local, empty_rows, dropout)
             return self.merge_heads(context), None
         # Prediction: two fused kernels (on the CPU faster than the mixed
         # probabilities, or one call over stacked heads; docs/performance.md).
