@@ -4,6 +4,10 @@ SDPA calls: the outputs equal those of the SDPA path, and the other paths
 are kept where they apply."""
 import pytest
 import torch
+from torch.nn import functional as F
+
+from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention
+
 from test_attention_skip import (
     N_PIECES,
     N_SEQUENCES,
@@ -15,9 +19,7 @@ from test_attention_skip import (
     make_inputs,
     make_module,
 )
-from torch.nn import functional as F
 
-from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention
 
 
 def predicted(module, batch, materialise: bool, monkeypatch):
