@@ -275,11 +275,13 @@ class TwoBranchAttention(torch.autograd.Function):
 
     The elementwise passes over B x H x L x L, not the products, are what SLA
     adds on the CPU, so each is chosen for speed there (docs/performance.md):
-    masks are added as offsets (0 or -inf) and dropout applied as a product
-    with the keep masks' bytes, where masked_fill with a broadcast or boolean
-    mask takes four to ten times as long; products and mixes run in place
-    where the operand is not needed again; the softmax backwards are
-    written with the mix folded in (about 15 passes instead of 20).
+    masks are added as offsets (0 or -inf) and dropout applied as products
+    with float 0/1 masks (a sequence at a time in forward, the saved boolean
+    masks cast into a buffer in backward), where masked_fill with a
+    broadcast or boolean mask takes four to ten times as long; products and
+    mixes run in place where the operand is not needed again; the softmax
+    backwards are written with the mix folded in (about 15 passes instead of
+    20).
     """
 
     @staticmethod
@@ -510,8 +512,8 @@ class SyntaxAwareAttention(nn.Module):
             return self.merge_heads(global_context), None
         gate = self._gate(batch, hidden_states)
         if self.memory_saving_training and torch.is_grad_enabled() and _needs_grad(query, key, value, gate, local_mask):
-            # Training: one score matrix, and only the two probability
-            # tensors and boolean dropout masks kept for backward.
+            # Training: one score matrix, and only the scores and the
+            # boolean keep masks kept for backward.
             if local_mask.dtype == torch.bool:
                 local, empty_rows = batch.logit_offsets(torch.float32, local=True), batch.empty_local_rows()
             else:
