@@ -17,19 +17,21 @@ of the scores); a user's distance builder brings its own as a method
 make_layer_bias(transformer_config) -> torch.nn.Module. This module needs
 no torch.
 """
-from typing import Callable, Optional, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy
-from spacy.attrs import IS_PUNCT, IS_SPACE
+from spacy.attrs import DEP, HEAD, IS_PUNCT, IS_SPACE
 from spacy.tokens import Doc, Span
 from spacy.util import registry
 
 from .dependency_tree import (
+    NO_TOKEN,
     DocGraph,
     ancestor_or_self,
     blockwise_distances,
     blockwise_reach,
     doc_parse,
+    padded_forest_reach,
 )
 from .errors import Errors
 from .punctuation import check_punct_rule, punct_rule_from_flag
@@ -193,6 +195,74 @@ class SyntaxMask:
             )
         _show_punctuation(visible, doclike, self.punct_rule)
         return visible
+
+    def whole_docs(self, docs: Sequence[Doc]) -> List[Optional[BoolArray]]:
+        """The masks of whole Docs, computed together: for each Doc what
+        calling the mask on it gives, or None where this path does not apply
+        (a Doc longer than MAX_BATCHED_TOKENS, without a complete parse, or
+        whose heads are not a forest): call the mask on those, which also
+        raises or warns for them.
+
+        Short sentences are the usual input, and Doc by Doc their masks cost
+        more Python than arithmetic. The Docs go in groups of similar length
+        (at most BATCHED_DOCS), so that padding and memory stay small."""
+        masks: List[Optional[BoolArray]] = [None] * len(docs)
+        chosen = [i for i, doc in enumerate(docs) if 0 < len(doc) <= MAX_BATCHED_TOKENS]
+        chosen.sort(key=lambda i: len(docs[i]))
+        for start in range(0, len(chosen), BATCHED_DOCS):
+            group = chosen[start : start + BATCHED_DOCS]
+            for i, mask in zip(group, self._padded_masks([docs[i] for i in group])):
+                masks[i] = mask
+        return masks
+
+    def _padded_masks(self, docs: Sequence[Doc]) -> List[Optional[BoolArray]]:
+        width = max(len(doc) for doc in docs)
+        heads = numpy.full((len(docs), width), NO_TOKEN, dtype=numpy.int64)
+        is_space = numpy.ones((len(docs), width), dtype=bool)  # padding is never a neighbour
+        is_punct = numpy.zeros((len(docs), width), dtype=bool)
+        complete = numpy.zeros(len(docs), dtype=bool)
+        for row, doc in enumerate(docs):
+            values = doc.to_array([HEAD, DEP, IS_SPACE, IS_PUNCT])
+            relative = values[:, 0].astype(numpy.int64)  # spaCy's uint64 offsets, signed again
+            heads[row, : len(doc)] = numpy.where(relative == 0, NO_TOKEN, numpy.arange(len(doc)) + relative)
+            complete[row] = values[:, 1].all()
+            is_space[row, : len(doc)] = values[:, 2].astype(bool)
+            is_punct[row, : len(doc)] = values[:, 3].astype(bool)
+        reach, is_forest = padded_forest_reach(heads, self.threshold)
+        if self.neighbours:
+            reach = _with_neighbour_rows(reach, ~is_space)
+        if self.punct_rule == "spacy":
+            reach |= is_punct[:, None, :]
+        return [
+            reach[row, : len(doc), : len(doc)] if complete[row] and is_forest[row] else None
+            for row, doc in enumerate(docs)
+        ]
+
+
+# The batched path holds n_docs * width**2 booleans per step: longer Docs go
+# span by span, and at most BATCHED_DOCS Docs go together.
+MAX_BATCHED_TOKENS = 128
+BATCHED_DOCS = 64
+
+
+def _with_neighbour_rows(reach: BoolArray, is_word: BoolArray) -> BoolArray:
+    """Each row OR the rows of the nearest word on its left and on its right
+    within the Doc (see word_neighbours; none at the Doc's ends), for a batch
+    of whole Docs."""
+    n_docs, width = is_word.shape
+    positions = numpy.arange(width)
+    last_word = numpy.maximum.accumulate(numpy.where(is_word, positions, -1), axis=1)
+    next_word = numpy.minimum.accumulate(numpy.where(is_word, positions, width)[:, ::-1], axis=1)[:, ::-1]
+    left = numpy.full((n_docs, width), -1, dtype=numpy.int64)
+    left[:, 1:] = last_word[:, :-1]
+    right = numpy.full((n_docs, width), width, dtype=numpy.int64)
+    right[:, :-1] = next_word[:, 1:]
+    # One all-False row past the tokens stands for "no neighbour".
+    padded = numpy.zeros((n_docs, width + 1, width), dtype=bool)
+    padded[:, :width] = reach
+    left = numpy.where(left < 0, width, left)
+    docs = numpy.arange(n_docs)[:, None]
+    return reach | padded[docs, left] | padded[docs, right]
 
 
 class WindowMask:

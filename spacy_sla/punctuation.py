@@ -13,6 +13,7 @@ A rule decided per wordpiece cannot be shown in a token-level matrix, so the
 builders apply "spacy" themselves and leave "authors" to the step that turns
 token masks into wordpiece masks (syntax_inputs).
 """
+from functools import lru_cache
 from typing import Optional, Sequence
 
 import numpy
@@ -37,6 +38,9 @@ def punct_rule_from_flag(punct_visible: bool) -> str:
     return "spacy" if punct_visible else "none"
 
 
+# Pieces repeat (a vocabulary of some 30k): the cache answers most of a
+# batch's pieces with one dictionary look-up.
+@lru_cache(maxsize=1 << 16)
 def is_authors_punctuation(piece: str) -> bool:
     """The authors' test for one wordpiece (see the module docstring)."""
     text = piece[1:] if len(piece) > 1 and piece.startswith(_SPACE_MARKERS) else piece

@@ -17,7 +17,7 @@ from thinc.types import Ragged
 from .data_classes import IGNORED_TARGET, SyntaxInputs
 from .dependency_tree import NO_TOKEN, doc_trees, has_complete_parse, shared_doc_trees
 from .errors import Errors, Warnings
-from .masks import MaskBuilder, MissingParseError, builder_kind
+from .masks import MaskBuilder, MissingParseError, SyntaxMask, builder_kind
 from .punctuation import authors_punctuation_pieces
 
 ON_MISSING_PARSE = ("error", "global")
@@ -163,6 +163,19 @@ class _MissingParsePolicy:
             warnings.warn(Warnings.W001.format(n_docs=len(self.unparsed_docs)))
 
 
+def _whole_doc_masks(builder: MaskBuilder, spans: Sequence[Span]) -> List[Optional[numpy.ndarray]]:
+    """The token masks of the spans that are whole Docs, where the builder
+    is our SyntaxMask (not a subclass, whose __call__ may differ), computed
+    together; None for every other span."""
+    masks: List[Optional[numpy.ndarray]] = [None] * len(spans)
+    if type(builder) is not SyntaxMask:
+        return masks
+    whole = [i for i, span in enumerate(spans) if span.start == 0 and span.end == len(span.doc)]
+    for i, mask in zip(whole, builder.whole_docs([spans[i].doc for i in whole])):
+        masks[i] = mask
+    return masks
+
+
 def _punctuation_pieces(builder: MaskBuilder, piece_strings: Optional[Sequence[str]], n_pieces: int) -> Optional[numpy.ndarray]:
     """The pieces the builder's "authors" punctuation rule makes visible, or
     None when it has another rule."""
@@ -255,8 +268,9 @@ def _build(
             # global attention.
             special = local.n_buckets - 1
             inputs.local_buckets = numpy.full((n_spans, n_pieces, n_pieces), special, dtype=numpy.int16)
+        batched = _whole_doc_masks(local, spans)
         for i, span in enumerate(spans):
-            matrix = policy.call(local, span)
+            matrix = batched[i] if batched[i] is not None else policy.call(local, span)
             if matrix is None:
                 continue
             matrix = _checked(matrix, local, span, kind)

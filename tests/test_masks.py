@@ -161,3 +161,31 @@ def test_syntax_mask_matches_the_definition_on_random_forests(doc, threshold, pu
     fast = SyntaxMask(threshold=threshold, punct_visible=punct_visible)(doc[start:end])
     assert fast.dtype == bool
     assert (fast == slow_syntax_mask(doc, start, end, threshold, punct_visible)).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    docs=st.lists(random_forests(max_tokens=20, space_tokens=True), min_size=1, max_size=5),
+    threshold=st.integers(0, 4),
+    punct_rule=st.sampled_from(["authors", "spacy", "none"]),
+    neighbours=st.booleans(),
+)
+def test_the_batched_masks_of_whole_docs_equal_the_mask_doc_by_doc(docs, threshold, punct_rule, neighbours):
+    mask = SyntaxMask(threshold=threshold, punct_rule=punct_rule, neighbours=neighbours)
+    for doc, batched in zip(docs, mask.whole_docs(docs)):
+        assert batched is not None and batched.dtype == bool
+        assert (batched == mask(doc)).all()
+
+
+def test_the_batched_path_leaves_cycles_missing_parses_and_long_docs_to_the_doc_by_doc_one():
+    vocab = english_vocab()
+    sentence = the_cat_sat(vocab)
+    cyclic = Doc(vocab, words=["a", "b", "c"], heads=[1, 2, 0], deps=["dep", "dep", "dep"])
+    unparsed = Doc(vocab, words=["a", "b"])
+    long_doc = Doc.from_docs([the_cat_sat(vocab) for _ in range(19)])  # 133 tokens > MAX_BATCHED_TOKENS
+    empty = Doc(vocab, words=[])
+    masks = SyntaxMask().whole_docs([sentence, cyclic, unparsed, long_doc, empty, sentence])
+    assert [mask is None for mask in masks] == [False, True, True, True, True, False]
+    assert (masks[0] == SyntaxMask()(sentence)).all() and (masks[5] == masks[0]).all()
+    # by hand: "a -> b -> c -> a" is a cycle, pointer doubling never leaves it
+    assert len(cyclic) == 3 and SyntaxMask()(cyclic).all()

@@ -138,3 +138,32 @@ def test_a_builder_with_a_wrong_result_is_refused(model):
 def test_invalid_policy_is_refused(tiny_bert):
     with pytest.raises(ValueError, match=r"\[E004\]"):
         sla_nlp(tiny_bert, on_missing_parse="ignore")
+
+
+class SpanBySpanSyntaxMask(SyntaxMask):
+    """The same mask; being a subclass, it takes the span-by-span path."""
+
+
+@pytest.mark.parametrize("punct_rule", ["authors", "spacy"])
+def test_whole_docs_batched_give_the_inputs_of_the_span_by_span_path(model, punct_rule):
+    vocab = english_vocab()
+    short = parsed_doc(vocab, ["the", "cat", "sat", ",", "yes", "."], [1, 2, 2, 2, 2, 2])
+    spaced = Doc(vocab, words=["cat", "\n", "sat", "!"], heads=[2, 2, 2, 2], deps=["nsubj", "dep", "ROOT", "punct"])
+    cyclic = Doc(vocab, words=["a", "b", "c"], heads=[1, 2, 0], deps=["dep", "dep", "dep"])
+    unparsed = Doc(vocab, words=["cat", "sat"])
+    long_doc = Doc.from_docs([short] * 25)  # 150 tokens: span by span in both
+    spans = [short[:], spaced[:], cyclic[:], unparsed[:], long_doc[:], long_doc[3:9], short[1:4]]
+    wordpieces, align = model.tokenize(spans)
+    results = []
+    for builder in (SyntaxMask(threshold=1, punct_rule=punct_rule), SpanBySpanSyntaxMask(threshold=1, punct_rule=punct_rule)):
+        with pytest.warns(UserWarning) as warned:
+            inputs = build_syntax_inputs(
+                spans, align, wordpieces.lengths, wordpieces.input_ids.shape[1], local=builder,
+                on_missing_parse="global", piece_strings=wordpieces.strings,
+            )
+        codes = sorted(str(warning.message)[:6] for warning in warned)
+        results.append((inputs.local_mask, codes))
+    (batched, batched_codes), (span_by_span, span_codes) = results
+    assert batched_codes == span_codes == ["[W001]", "[W003]"]
+    assert batched.shape == span_by_span.shape and (batched == span_by_span).all()
+    assert not batched[0].all()  # the short sentence's mask hides something at threshold 1
