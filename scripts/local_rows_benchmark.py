@@ -10,9 +10,12 @@ k / batch from 0 to 1, three ways, alternating within each repetition:
 
 It times the encoder's forward pass, or with --layer one SLA layer's
 attention alone (the part of a layer the skip changes; --calls calls per
-repetition, the ways alternating call by call: less noise). With --docs,
-it compares the components instead (vanilla, SLA without and with the
-skip) on the Docs of .spacy files as they are.
+repetition, the ways alternating call by call: less noise), all three with
+two SDPA calls (the materialised prediction of short inputs off). With
+--docs, it compares the components instead on the Docs of .spacy files as
+they are: vanilla; SLA without the skip; SLA with it (two SDPA calls at
+every length, materialise_up_to = 0); SLA as it predicts (the materialised
+path up to SyntaxAwareAttention.materialise_up_to pieces).
 
 Time is CPU time of the process (time.process_time, one torch thread by
 default), which other processes disturb far less than wall-clock time on a
@@ -55,7 +58,11 @@ def batch_inputs(batch_size: int, n_pieces: int, n_restricted: int, vocab_size: 
     return input_ids, attention_mask, local_mask
 
 
+MATERIALISE_UP_TO = SyntaxAwareAttention.materialise_up_to
+
+
 def set_way(way: str) -> None:
+    SyntaxAwareAttention.materialise_up_to = 0
     SyntaxAwareAttention.skip_fully_visible = way != "plain"
     attention_module.GATHER_MAX_SHARE = 1.0 if way == "gather" else RULE_SHARE
 
@@ -145,27 +152,30 @@ def compare_on_docs(args) -> List[Dict]:
         visible = sum(bool(mask.all()) for mask in masks) / len(masks)
 
         def timed(way: str) -> float:
-            SyntaxAwareAttention.skip_fully_visible = way == "sla"
+            SyntaxAwareAttention.skip_fully_visible = way != "sla-plain"
+            SyntaxAwareAttention.materialise_up_to = MATERIALISE_UP_TO if way == "sla" else 0
             component = pipelines["vanilla" if way == "vanilla" else "sla"]
             start = time.process_time()
             list(component.pipe([doc.copy() for doc in docs], batch_size=args.batch_size))
             return time.process_time() - start
 
-        seconds, medians = alternating_medians(timed, ("vanilla", "sla-plain", "sla"), args.repeats)
+        seconds, medians = alternating_medians(timed, ("vanilla", "sla-plain", "sla-sdpa", "sla"), args.repeats)
         row = {
             "docs": path,
             "n_docs": len(docs),
             "fully_visible_spans": visible,
             "sla-plain/vanilla": medians["sla-plain"] / medians["vanilla"],
+            "sla-sdpa/vanilla": medians["sla-sdpa"] / medians["vanilla"],
             "sla/vanilla": medians["sla"] / medians["vanilla"],
-            "sla/sla-plain": medians["sla"] / medians["sla-plain"],
+            "sla-sdpa/sla-plain": medians["sla-sdpa"] / medians["sla-plain"],
+            "sla/sla-sdpa": medians["sla"] / medians["sla-sdpa"],
             "seconds": seconds,
         }
         rows.append(row)
         print(
             f"{path}: {len(docs)} Docs, {visible:.0%} of spans fully visible, batches of {args.batch_size}: "
-            f"SLA/vanilla {row['sla-plain/vanilla']:.3f} without the skip, {row['sla/vanilla']:.3f} with it "
-            f"(with/without {row['sla/sla-plain']:.3f})",
+            f"SLA/vanilla {row['sla-plain/vanilla']:.3f} without the skip, {row['sla-sdpa/vanilla']:.3f} with it, "
+            f"{row['sla/vanilla']:.3f} with the materialised short path (materialised/SDPA {row['sla/sla-sdpa']:.3f})",
             flush=True,
         )
     return rows
@@ -191,7 +201,8 @@ def main() -> None:
         rows = compare_on_docs(args)
         if args.output is not None:
             args.output.parent.mkdir(parents=True, exist_ok=True)
-            settings = {"threads": args.threads, "repeats": args.repeats, "gather_max_share": RULE_SHARE, "model": args.model}
+            settings = {"threads": args.threads, "repeats": args.repeats, "gather_max_share": RULE_SHARE, "model": args.model,
+                        "materialise_up_to": MATERIALISE_UP_TO}
             args.output.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
         return
     make_timer = layer_timer if args.layer else encoder_timer

@@ -1,7 +1,9 @@
 """Prediction leaves out the local branch of the sequences whose boolean mask
 hides nothing (their local context is the global one, whatever the gate):
 the outputs, gates and gradients equal those of computing every branch, and
-the skip happens only in prediction, only for boolean masks."""
+the skip happens only in prediction, only for boolean masks. These tests
+count SDPA calls, so they turn off the materialised prediction of short
+inputs (tests/test_attention_materialised.py)."""
 from typing import List
 
 import numpy
@@ -21,6 +23,11 @@ N_SEQUENCES, N_HEADS, HEAD_SIZE, N_PIECES = 4, 4, 8, 9
 HIDDEN = N_HEADS * HEAD_SIZE
 # sequences 1 and 3 are padded; what a mask says about padding never counts
 LENGTHS = [9, 6, 9, 4]
+
+
+@pytest.fixture(autouse=True)
+def two_sdpa_calls(monkeypatch):
+    monkeypatch.setattr(SyntaxAwareAttention, "materialise_up_to", 0)
 
 
 class SdpaCalls:
@@ -274,3 +281,4 @@ def test_the_pipeline_passes_the_flags_and_its_outputs_and_gates_are_unchanged(t
     for with_skip, without in zip(results[True][1], results[False][1]):
         assert with_skip.shape == without.shape and numpy.isfinite(with_skip).all()
         assert numpy.allclose(with_skip, without, atol=1e-6)
+

@@ -417,10 +417,8 @@ class SyntaxAwareAttention(nn.Module):
     supervised_head: the head trained to attend to syntactic parents, or None.
     """
 
-    # Two fused SDPA calls. The materialised path (one score matrix for
-    # both branches) is only ~2% faster on the CPU for short inputs and much
-    # slower for 150-piece spans, so it serves output_attentions (and tests)
-    # only.
+    # False: every call through _attend_with_probabilities, which serves
+    # output_attentions and score transforms (and tests).
     use_fused_attention: bool = True
     # Training (gradients on) with a mask or bias: TwoBranchAttention, which
     # keeps for backward only what the two softmaxes need. False: two SDPA
@@ -430,6 +428,14 @@ class SyntaxAwareAttention(nn.Module):
     # whose mask hides a key (AttentionBatch.local_rows). False: for all of
     # them (for comparison).
     skip_fully_visible: bool = True
+    # Prediction on the CPU (float32, no dropout) up to this many pieces
+    # (the batch's padded width): the two probability matrices mixed instead
+    # of two SDPA calls. The CPU's fused kernel is slow on short rows; the
+    # component was 3-13 % faster this way on sentences and texts of up to
+    # 111 pieces, and no slower up to 140 (MiniLM, one and two threads,
+    # paired batch by batch, docs/performance.md). 0: two SDPA calls at any
+    # length.
+    materialise_up_to: int = 128
 
     def __init__(
         self,
@@ -521,12 +527,15 @@ class SyntaxAwareAttention(nn.Module):
             global_offsets = batch.logit_offsets(query.dtype)
             context = TwoBranchAttention.apply(query, key, value, gate, global_offsets, local, empty_rows, dropout)
             return self.merge_heads(context), None
-        # Prediction: two fused kernels (on the CPU faster than the mixed
-        # probabilities, or one call over stacked heads; docs/performance.md).
+        rows = self._local_rows(batch, local_mask, dropout, query, key, value, gate)
+        if self._materialises(query, dropout) and (rows is None or rows.numel() > 0):
+            return self.merge_heads(self._predict_materialised(batch, query, key, value, local_mask, gate)), None
+        # Prediction: two fused kernels (on a GPU, and on the CPU for spans
+        # longer than materialise_up_to, faster than the mixed probabilities
+        # or one call over stacked heads; docs/performance.md).
         global_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
         )
-        rows = self._local_rows(batch, local_mask, dropout, query, key, value, gate)
         if rows is None:
             if local_mask.dtype == torch.bool:
                 local_mask = _first_not_none(batch.additive_local_mask(query.dtype), local_mask)
@@ -550,6 +559,44 @@ class SyntaxAwareAttention(nn.Module):
             # the other sequences keep their global context, which is their mix
             mixed = global_context.index_copy_(0, rows, mixed_rows)
         return self.merge_heads(mixed), None
+
+    def _materialises(self, query: torch.Tensor, dropout: float) -> bool:
+        """Whether prediction mixes the two probability matrices (one score
+        matrix, two softmaxes, one product with V) instead of calling SDPA
+        twice: on the CPU, in float32, without dropout, for at most
+        materialise_up_to pieces, where that is faster (docs/performance.md)."""
+        return (
+            dropout == 0.0
+            and query.device.type == "cpu"
+            and query.dtype == torch.float32
+            and query.shape[-2] <= self.materialise_up_to
+            and not torch.is_grad_enabled()
+        )
+
+    def _predict_materialised(
+        self,
+        batch: AttentionBatch,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        local_mask: torch.Tensor,
+        gate: torch.Tensor,
+    ) -> torch.Tensor:
+        """The mixed context of every sequence, (batch, heads, n, head_size),
+        from one score matrix: the masks added as offsets, both softmaxes, the
+        probabilities mixed in place (the gate is per query row) and one
+        product with V."""
+        scores = torch.matmul(query * (1.0 / math.sqrt(self.head_size)), key.transpose(-1, -2))
+        scores.add_(batch.logit_offsets(scores.dtype))
+        global_probs = torch.softmax(scores, -1)
+        if local_mask.dtype == torch.bool:
+            offsets, empty_rows = batch.logit_offsets(scores.dtype, local=True), batch.empty_local_rows()
+        else:
+            offsets, empty_rows = local_mask, None
+        local_probs = torch.softmax(scores.add_(offsets), -1)
+        if empty_rows is not None:
+            local_probs.masked_fill_(empty_rows, 0.0)  # SDPA gives such a row zeros
+        return torch.matmul(global_probs.lerp_(local_probs, gate.to(scores.dtype)), value)
 
     def _local_rows(
         self, batch: AttentionBatch, local_mask: torch.Tensor, dropout: float, *tensors: torch.Tensor

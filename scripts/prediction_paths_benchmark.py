@@ -1,18 +1,26 @@
-"""What building the masks of whole short Docs together saves in prediction.
+"""SLA's prediction paths against vanilla, paired batch by batch.
 
 The transformer component alone on the first --n-docs Docs of each .spacy
-file (parsed by --parser), batch by batch, three ways alternating on every
-batch: vanilla (spacy-transformers), SLA with the masks built Doc by Doc (the
-path before the batched one: `syntax_inputs._whole_doc_masks` answers None
-for every span, and the punctuation test is not cached), and SLA as shipped.
-CPU time of one thread (time.process_time) per batch; every batch gives one
-paired ratio per way, and the report is the median of those ratios with a
-95 % bootstrap interval over the batches: pairing batch by batch keeps slow
-moments of a shared machine out of the ratio far better than whole passes.
-It also times the mask building alone (build_syntax_inputs) both ways.
+file (parsed by --parser), batch by batch, four ways alternating on every
+batch:
 
-    HF_HUB_OFFLINE=1 python scripts/mask_building_benchmark.py --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy \
-        [--lengths 25] [--n-docs 256] [--batch-size 32] [--rounds 10] [--output metrics/mask_building.json]
+- vanilla: spacy-transformers' component;
+- sla-before: SLA with the masks built Doc by Doc (`syntax_inputs.
+  _whole_doc_masks` answers None for every span, the punctuation test is not
+  cached) and two SDPA calls at every length (materialise_up_to = 0), as
+  before 2026-12-02;
+- sla-sdpa: the batch's masks built together, two SDPA calls;
+- sla: as shipped (short inputs mix the two probability matrices).
+
+Time per batch: CPU time (time.process_time) with one thread, wall clock
+with more. Every batch gives one paired ratio per way and round; the report
+is the median of those ratios with a 95 % bootstrap interval over the
+batches: pairing batch by batch keeps the slow moments of a shared machine
+out of a ratio far better than whole passes. It also times the mask building
+alone (build_syntax_inputs) Doc by Doc and batched.
+
+    HF_HUB_OFFLINE=1 python scripts/prediction_paths_benchmark.py --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy \
+        [--lengths 25] [--n-docs 256] [--batch-size 32] [--rounds 10] [--threads 1] [--output metrics/paths.json]
 
 --lengths adds the standard benchmark's texts of about that many words (UD
 sentences joined, `spacy sla benchmark`'s documents).
@@ -32,13 +40,15 @@ from spacy.tokens import DocBin
 
 import spacy_sla.punctuation as punctuation
 import spacy_sla.syntax_inputs as syntax_inputs
+from spacy_sla.layers.attention import SyntaxAwareAttention
 from spacy_sla.layers.transformer_model import flatten_spans
 from spacy_sla.research import benchmark
 
-WAYS = ("vanilla", "sla-doc-by-doc", "sla")
+WAYS = ("vanilla", "sla-before", "sla-sdpa", "sla")
 SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
 _BATCHED = syntax_inputs._whole_doc_masks
 _CACHED_TEST = punctuation.is_authors_punctuation
+MATERIALISE_UP_TO = SyntaxAwareAttention.materialise_up_to
 
 
 @contextmanager
@@ -65,6 +75,16 @@ def components(model: str) -> Dict[str, object]:
         nlp.initialize()
         found[variant] = nlp.get_pipe("transformer")
     return found
+
+
+@contextmanager
+def two_sdpa_calls(active: bool) -> Iterator[None]:
+    """Within the block, with `active`, prediction calls SDPA twice at every length."""
+    SyntaxAwareAttention.materialise_up_to = 0 if active else MATERIALISE_UP_TO
+    try:
+        yield
+    finally:
+        SyntaxAwareAttention.materialise_up_to = MATERIALISE_UP_TO
 
 
 def paired_times(timed: Callable[[str, int], float], n_batches: int, rounds: int) -> Dict[str, List[List[float]]]:
@@ -103,23 +123,25 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
     docs = list(parser.pipe(texts))
     batches = [docs[start : start + args.batch_size] for start in range(0, len(docs), args.batch_size)]
 
+    clock = time.process_time if args.threads == 1 else time.perf_counter
+
     def timed(way: str, batch: int) -> float:
         component = found["vanilla" if way == "vanilla" else "sla"]
         copies = [doc.copy() for doc in batches[batch]]
-        with doc_by_doc(way == "sla-doc-by-doc"):
-            start = time.process_time()
+        with doc_by_doc(way == "sla-before"), two_sdpa_calls(way in ("sla-before", "sla-sdpa")):
+            start = clock()
             component.predict(copies)
-            return time.process_time() - start
+            return clock() - start
 
     seconds = paired_times(timed, len(batches), args.rounds)
     model = found["sla"].model
     building = {}
-    for way in ("sla-doc-by-doc", "sla"):
+    for way in ("sla-before", "sla"):
         per_batch = []
         for batch in batches:
             spans = flatten_spans(model.settings.get_spans(batch))
             wordpieces, align = model.tokenize(spans)
-            with doc_by_doc(way == "sla-doc-by-doc"):
+            with doc_by_doc(way == "sla-before"):
                 times = []
                 for _ in range(5):
                     start = time.process_time()
@@ -134,17 +156,17 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
         "batch_size": args.batch_size,
         "vanilla_seconds_per_batch": component,
         "mask_building_seconds_per_batch": building,
-        "sla-doc-by-doc/vanilla": median_ratio(seconds["sla-doc-by-doc"], seconds["vanilla"]),
-        "sla/vanilla": median_ratio(seconds["sla"], seconds["vanilla"]),
-        "sla/sla-doc-by-doc": median_ratio(seconds["sla"], seconds["sla-doc-by-doc"]),
+        **{f"{way}/vanilla": median_ratio(seconds[way], seconds["vanilla"]) for way in WAYS[1:]},
+        "sla-sdpa/sla-before": median_ratio(seconds["sla-sdpa"], seconds["sla-before"]),
+        "sla/sla-sdpa": median_ratio(seconds["sla"], seconds["sla-sdpa"]),
         "seconds": seconds,
     }
     show = lambda key: "{median:.3f} [{low:.3f}, {high:.3f}]".format(**row[key])  # noqa: E731
     print(
         f"{path}: {len(docs)} Docs, vanilla {1000 * component:.0f} ms a batch of {args.batch_size}; masks "
-        f"{1000 * building['sla-doc-by-doc']:.1f} ms Doc by Doc, {1000 * building['sla']:.1f} ms batched; "
-        f"SLA/vanilla {show('sla-doc-by-doc/vanilla')} Doc by Doc, {show('sla/vanilla')} batched "
-        f"(batched/Doc by Doc {show('sla/sla-doc-by-doc')})",
+        f"{1000 * building['sla-before']:.1f} ms Doc by Doc, {1000 * building['sla']:.1f} ms batched; SLA/vanilla: "
+        f"before {show('sla-before/vanilla')}, batched masks {show('sla-sdpa/vanilla')}, as shipped "
+        f"{show('sla/vanilla')} (masks: {show('sla-sdpa/sla-before')}, mixed short path: {show('sla/sla-sdpa')})",
         flush=True,
     )
     return row
