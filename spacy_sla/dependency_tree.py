@@ -58,10 +58,10 @@ def head_indices(doclike: Union[Doc, Span]) -> IntArray:
     tokens of the span may leave it.
     """
     doc = doclike.doc if isinstance(doclike, Span) else doclike
-    return _absolute_heads(doc.to_array([HEAD]).reshape(-1))
+    return absolute_heads(doc.to_array([HEAD]).reshape(-1))
 
 
-def _absolute_heads(relative: numpy.ndarray) -> IntArray:
+def absolute_heads(relative: numpy.ndarray) -> IntArray:
     # spaCy exports the relative offsets as uint64: the cast makes them signed again
     relative = relative.astype(numpy.int64)
     heads = numpy.arange(len(relative), dtype=numpy.int64) + relative
@@ -366,7 +366,7 @@ class DocParse:
     def __init__(self, doc_ref: "weakref.ref[Doc]", parse: numpy.ndarray):
         self.doc_ref = doc_ref
         self.parse = parse  # (n_tokens, 2) uint64: spaCy's relative HEAD, DEP
-        self.heads = _absolute_heads(parse[:, 0])
+        self.heads = absolute_heads(parse[:, 0])
         # the test of Doc.has_annotation("DEP", require_complete=True), on the copy
         self.complete_parse = bool(parse[:, 1].all())
         self._graph: Optional[DocGraph] = None

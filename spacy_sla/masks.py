@@ -27,6 +27,7 @@ from spacy.util import registry
 from .dependency_tree import (
     NO_TOKEN,
     DocGraph,
+    absolute_heads,
     ancestor_or_self,
     blockwise_distances,
     blockwise_reach,
@@ -223,8 +224,7 @@ class SyntaxMask:
         complete = numpy.zeros(len(docs), dtype=bool)
         for row, doc in enumerate(docs):
             values = doc.to_array([HEAD, DEP, IS_SPACE, IS_PUNCT])
-            relative = values[:, 0].astype(numpy.int64)  # spaCy's uint64 offsets, signed again
-            heads[row, : len(doc)] = numpy.where(relative == 0, NO_TOKEN, numpy.arange(len(doc)) + relative)
+            heads[row, : len(doc)] = absolute_heads(values[:, 0])
             complete[row] = values[:, 1].all()
             is_space[row, : len(doc)] = values[:, 2].astype(bool)
             is_punct[row, : len(doc)] = values[:, 3].astype(bool)
