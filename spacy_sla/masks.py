@@ -17,7 +17,7 @@ of the scores); a user's distance builder brings its own as a method
 make_layer_bias(transformer_config) -> torch.nn.Module. This module needs
 no torch.
 """
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 from spacy.attrs import DEP, HEAD, IS_PUNCT, IS_SPACE
@@ -32,6 +32,7 @@ from .dependency_tree import (
     blockwise_distances,
     blockwise_reach,
     doc_parse,
+    forest_roots,
     padded_forest_reach,
 )
 from .errors import Errors
@@ -39,6 +40,7 @@ from .punctuation import check_punct_rule, punct_rule_from_flag
 
 DocLike = Union[Doc, Span]
 BoolArray = numpy.ndarray
+IntArray = numpy.ndarray
 MaskBuilder = Callable[[DocLike], BoolArray]
 
 
@@ -200,20 +202,23 @@ class SyntaxMask:
     def whole_docs(self, docs: Sequence[Doc]) -> List[Optional[BoolArray]]:
         """The masks of whole Docs, computed together: for each Doc what
         calling the mask on it gives, or None where this path does not apply
-        (a Doc longer than MAX_BATCHED_TOKENS, without a complete parse, or
-        whose heads are not a forest): call the mask on those, which also
-        raises or warns for them.
+        (a Doc longer than MAX_WHOLE_DOC_TOKENS or with a tree longer than
+        MAX_TREE_TOKENS, without a complete parse, or whose heads are not a
+        forest): call the mask on those, which also raises or warns for them.
 
         Short sentences are the usual input, and Doc by Doc their masks cost
-        more Python than arithmetic. The Docs go in groups of similar length
-        (at most BATCHED_DOCS), so that padding and memory stay small."""
+        more Python than arithmetic. Docs of up to MAX_BATCHED_TOKENS go in
+        padded groups of similar length; longer Docs (articles, whose strided
+        spans are slices of the Doc's mask) tree by tree, the trees of all of
+        them in such groups, so that padding and memory stay small."""
         masks: List[Optional[BoolArray]] = [None] * len(docs)
-        chosen = [i for i, doc in enumerate(docs) if 0 < len(doc) <= MAX_BATCHED_TOKENS]
-        chosen.sort(key=lambda i: len(docs[i]))
-        for start in range(0, len(chosen), BATCHED_DOCS):
-            group = chosen[start : start + BATCHED_DOCS]
+        short = [i for i, doc in enumerate(docs) if 0 < len(doc) <= MAX_BATCHED_TOKENS]
+        for group in _similar_length_groups(short, [len(doc) for doc in docs]):
             for i, mask in zip(group, self._padded_masks([docs[i] for i in group])):
                 masks[i] = mask
+        long = [i for i, doc in enumerate(docs) if MAX_BATCHED_TOKENS < len(doc) <= MAX_WHOLE_DOC_TOKENS]
+        for i, mask in zip(long, self._masks_by_tree([docs[i] for i in long])):
+            masks[i] = mask
         return masks
 
     def _padded_masks(self, docs: Sequence[Doc]) -> List[Optional[BoolArray]]:
@@ -223,26 +228,104 @@ class SyntaxMask:
         is_punct = numpy.zeros((len(docs), width), dtype=bool)
         complete = numpy.zeros(len(docs), dtype=bool)
         for row, doc in enumerate(docs):
-            values = doc.to_array([HEAD, DEP, IS_SPACE, IS_PUNCT])
-            heads[row, : len(doc)] = absolute_heads(values[:, 0])
-            complete[row] = values[:, 1].all()
-            is_space[row, : len(doc)] = values[:, 2].astype(bool)
-            is_punct[row, : len(doc)] = values[:, 3].astype(bool)
+            parse = _DocArrays(doc)
+            heads[row, : len(doc)] = parse.heads
+            complete[row] = parse.complete
+            is_space[row, : len(doc)] = parse.is_space
+            is_punct[row, : len(doc)] = parse.is_punct
         reach, is_forest = padded_forest_reach(heads, self.threshold)
+        visible = self._visible(reach, is_space, is_punct)
+        return [
+            visible[row, : len(doc), : len(doc)] if complete[row] and is_forest[row] else None
+            for row, doc in enumerate(docs)
+        ]
+
+    def _visible(self, reach: BoolArray, is_space: BoolArray, is_punct: BoolArray) -> BoolArray:
+        """The token masks of a batch of Docs from their reach."""
         if self.neighbours:
             reach = _with_neighbour_rows(reach, ~is_space)
         if self.punct_rule == "spacy":
             reach |= is_punct[:, None, :]
+        return reach
+
+    def _masks_by_tree(self, docs: Sequence[Doc]) -> List[Optional[BoolArray]]:
+        """Whole-Doc masks of long Docs: hops never leave a tree, so the
+        reach of each tree is computed on its own, the trees of all the
+        Docs in padded groups, and put back at the tokens' positions."""
+        parses: List[Optional[_DocArrays]] = []
+        trees: List[Tuple[int, IntArray]] = []  # (Doc, its tokens in order)
+        for doc_index, doc in enumerate(docs):
+            parse = _DocArrays(doc)
+            tokens_by_tree = parse.trees() if parse.complete else None
+            if tokens_by_tree is None or max(len(tokens) for tokens in tokens_by_tree) > MAX_TREE_TOKENS:
+                parses.append(None)
+                continue
+            parses.append(parse)
+            trees.extend((doc_index, tokens) for tokens in tokens_by_tree)
+        reach = [numpy.zeros((len(doc), len(doc)), dtype=bool) if parse else None for doc, parse in zip(docs, parses)]
+        for group in _similar_length_groups(range(len(trees)), [len(tokens) for _, tokens in trees]):
+            width = max(len(trees[i][1]) for i in group)
+            heads = numpy.full((len(group), width), NO_TOKEN, dtype=numpy.int64)
+            for row, i in enumerate(group):
+                doc_index, tokens = trees[i]
+                tree_heads = parses[doc_index].heads[tokens]
+                # the head's position within the tree's (sorted) tokens
+                heads[row, : len(tokens)] = numpy.where(
+                    tree_heads == NO_TOKEN, NO_TOKEN, numpy.searchsorted(tokens, tree_heads)
+                )
+            tree_reach, _ = padded_forest_reach(heads, self.threshold)
+            for row, i in enumerate(group):
+                doc_index, tokens = trees[i]
+                reach[doc_index][numpy.ix_(tokens, tokens)] = tree_reach[row, : len(tokens), : len(tokens)]
         return [
-            reach[row, : len(doc), : len(doc)] if complete[row] and is_forest[row] else None
-            for row, doc in enumerate(docs)
+            None if parse is None else self._visible(doc_reach[None], parse.is_space[None], parse.is_punct[None])[0]
+            for parse, doc_reach in zip(parses, reach)
         ]
 
 
-# The batched path holds n_docs * width**2 booleans per step: longer Docs go
-# span by span, and at most BATCHED_DOCS Docs go together.
+class _DocArrays:
+    """What the batched masks read of a Doc, in one to_array call."""
+
+    def __init__(self, doc: Doc):
+        values = doc.to_array([HEAD, DEP, IS_SPACE, IS_PUNCT])
+        self.heads = absolute_heads(values[:, 0])
+        self.complete = bool(values[:, 1].all())
+        self.is_space = values[:, 2].astype(bool)
+        self.is_punct = values[:, 3].astype(bool)
+
+    def trees(self) -> Optional[List[IntArray]]:
+        """The tokens of each tree in increasing order, or None where the
+        heads are not a forest."""
+        roots = forest_roots(self.heads)
+        if roots is None:
+            return None
+        tokens = numpy.argsort(roots, kind="stable")
+        return numpy.split(tokens, numpy.flatnonzero(numpy.diff(roots[tokens])) + 1)
+
+
+def _similar_length_groups(items: Sequence[int], lengths: Sequence[int]) -> Iterator[List[int]]:
+    """The items in groups of similar length: at most BATCHED_DOCS, and at
+    most BATCHED_CELLS padded cells of a (group, width, width) array."""
+    group: List[int] = []
+    for item in sorted(items, key=lambda item: lengths[item]):
+        if group and (len(group) == BATCHED_DOCS or (len(group) + 1) * lengths[item] ** 2 > BATCHED_CELLS):
+            yield group
+            group = []
+        group.append(item)
+    if group:
+        yield group
+
+
+# The batched path holds a (group, width, width) array per step: Docs up to
+# MAX_BATCHED_TOKENS go together, at most BATCHED_DOCS and BATCHED_CELLS
+# cells at a time; a longer Doc tree by tree, with its (n, n) matrix, up to
+# MAX_WHOLE_DOC_TOKENS (a 16 MB matrix) and trees of MAX_TREE_TOKENS; the
+# rest span by span.
 MAX_BATCHED_TOKENS = 128
 BATCHED_DOCS = 64
+BATCHED_CELLS = 2**21
+MAX_WHOLE_DOC_TOKENS = 4096
+MAX_TREE_TOKENS = 512
 
 
 def _with_neighbour_rows(reach: BoolArray, is_word: BoolArray) -> BoolArray:

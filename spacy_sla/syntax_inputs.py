@@ -8,10 +8,10 @@ builder with the "authors" punctuation rule makes punctuation pieces visible
 from every query (distance 0) here, since that rule is decided per piece.
 """
 import warnings
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy
-from spacy.tokens import Span
+from spacy.tokens import Doc, Span
 from thinc.types import Ragged
 
 from .data_classes import IGNORED_TARGET, SyntaxInputs
@@ -74,7 +74,14 @@ def expand_to_pieces(
         return expanded
     if numpy.bincount(pieces, minlength=n_pieces).max() == 1:
         # The usual case: no piece is shared, so each takes its token's values.
-        expanded[pieces[:, None], pieces[None, :]] = token_values[tokens[:, None], tokens[None, :]]
+        values = token_values.take(tokens, axis=0).take(tokens, axis=1)
+        first = pieces[0]
+        if pieces[-1] - first + 1 == len(pieces) and (numpy.diff(pieces) == 1).all():
+            # pieces in a run (as a tokenizer gives them): a slice, some ten
+            # times cheaper than scattering to index pairs
+            expanded[first : first + len(pieces), first : first + len(pieces)] = values
+        else:
+            expanded[numpy.ix_(pieces, pieces)] = values
         return expanded
     order = numpy.lexsort((tokens, pieces))
     pieces, tokens = pieces[order], tokens[order]
@@ -164,16 +171,49 @@ class _MissingParsePolicy:
 
 
 def _whole_doc_masks(builder: MaskBuilder, spans: Sequence[Span]) -> List[Optional[numpy.ndarray]]:
-    """The token masks of the spans that are whole Docs, where the builder
-    is our SyntaxMask (not a subclass, whose __call__ may differ), computed
-    together; None for every other span."""
+    """The token masks of the spans, sliced from the masks of their whole
+    Docs computed together, where the builder is our SyntaxMask (not a
+    subclass, whose __call__ may differ): a span's mask is the part of its
+    Doc's mask between its tokens, since hops and neighbours are the Doc's.
+    None for the spans of the Docs that path leaves to the builder's call.
+    The Docs go in chunks of at most CHUNK_CELLS matrix cells, so that only
+    a few Docs' matrices are held at a time."""
     masks: List[Optional[numpy.ndarray]] = [None] * len(spans)
     if type(builder) is not SyntaxMask:
         return masks
-    whole = [i for i, span in enumerate(spans) if span.start == 0 and span.end == len(span.doc)]
-    for i, mask in zip(whole, builder.whole_docs([spans[i].doc for i in whole])):
-        masks[i] = mask
+    spans_of: Dict[int, List[int]] = {}
+    docs: List[Doc] = []
+    for i, span in enumerate(spans):
+        if id(span.doc) not in spans_of:
+            spans_of[id(span.doc)] = []
+            docs.append(span.doc)
+        spans_of[id(span.doc)].append(i)
+    for chunk in _chunks_by_cells(docs):
+        for doc, doc_mask in zip(chunk, builder.whole_docs(chunk)):
+            if doc_mask is None:
+                continue
+            for i in spans_of[id(doc)]:
+                span = spans[i]
+                is_whole = span.start == 0 and span.end == len(doc)
+                masks[i] = doc_mask if is_whole else doc_mask[span.start : span.end, span.start : span.end].copy()
     return masks
+
+
+def _chunks_by_cells(docs: Sequence[Doc]) -> Iterator[List[Doc]]:
+    chunk: List[Doc] = []
+    cells = 0
+    for doc in docs:
+        if chunk and cells + len(doc) ** 2 > CHUNK_CELLS:
+            yield chunk
+            chunk, cells = [], 0
+        chunk.append(doc)
+        cells += len(doc) ** 2
+    if chunk:
+        yield chunk
+
+
+# 2**24 booleans: 16 MB of whole-Doc masks at a time.
+CHUNK_CELLS = 2**24
 
 
 def _punctuation_pieces(builder: MaskBuilder, piece_strings: Optional[Sequence[str]], n_pieces: int) -> Optional[numpy.ndarray]:

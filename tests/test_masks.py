@@ -1,3 +1,5 @@
+from unittest.mock import patch
+
 import numpy
 import pytest
 from hypothesis import given, settings
@@ -6,6 +8,7 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Config
 
+import spacy_sla.masks as masks_module
 from spacy_sla.masks import MissingParseError, SyntaxMask, WindowMask
 
 from reference import slow_syntax_mask
@@ -177,15 +180,49 @@ def test_the_batched_masks_of_whole_docs_equal_the_mask_doc_by_doc(docs, thresho
         assert (batched == mask(doc)).all()
 
 
-def test_the_batched_path_leaves_cycles_missing_parses_and_long_docs_to_the_doc_by_doc_one():
+def test_the_batched_path_leaves_cycles_missing_parses_and_very_long_docs_to_the_doc_by_doc_one():
     vocab = english_vocab()
     sentence = the_cat_sat(vocab)
     cyclic = Doc(vocab, words=["a", "b", "c"], heads=[1, 2, 0], deps=["dep", "dep", "dep"])
     unparsed = Doc(vocab, words=["a", "b"])
-    long_doc = Doc.from_docs([the_cat_sat(vocab) for _ in range(19)])  # 133 tokens > MAX_BATCHED_TOKENS
+    long_doc = Doc.from_docs([the_cat_sat(vocab) for _ in range(19)])  # 133 tokens: tree by tree
+    too_long = Doc.from_docs([the_cat_sat(vocab) for _ in range(586)])  # 4,102 tokens > MAX_WHOLE_DOC_TOKENS
+    long_tree = Doc(vocab, words=["a"] * 600, heads=[0] * 600, deps=["ROOT"] + ["dep"] * 599)  # one 600-token tree
+    long_cycle = Doc.from_docs([the_cat_sat(vocab)] * 20 + [cyclic])
     empty = Doc(vocab, words=[])
-    masks = SyntaxMask().whole_docs([sentence, cyclic, unparsed, long_doc, empty, sentence])
-    assert [mask is None for mask in masks] == [False, True, True, True, True, False]
-    assert (masks[0] == SyntaxMask()(sentence)).all() and (masks[5] == masks[0]).all()
+    docs = [sentence, cyclic, unparsed, long_doc, too_long, long_tree, long_cycle, empty, sentence]
+    masks = SyntaxMask().whole_docs(docs)
+    assert [mask is None for mask in masks] == [False, True, True, False, True, True, True, True, False]
+    assert (masks[0] == SyntaxMask()(sentence)).all() and (masks[8] == masks[0]).all()
+    assert (masks[3] == SyntaxMask()(long_doc)).all()
     # by hand: "a -> b -> c -> a" is a cycle, pointer doubling never leaves it
     assert len(cyclic) == 3 and SyntaxMask()(cyclic).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    docs=st.lists(random_forests(max_tokens=30, max_sentences=5, space_tokens=True), min_size=1, max_size=4),
+    threshold=st.integers(0, 4),
+    punct_rule=st.sampled_from(["authors", "spacy", "none"]),
+    neighbours=st.booleans(),
+)
+def test_the_masks_of_long_docs_tree_by_tree_equal_the_mask_doc_by_doc(docs, threshold, punct_rule, neighbours):
+    mask = SyntaxMask(threshold=threshold, punct_rule=punct_rule, neighbours=neighbours)
+    # Every Doc counts as long here; groups of two trees at most.
+    with patch.multiple(masks_module, MAX_BATCHED_TOKENS=0, BATCHED_DOCS=2):
+        batched = mask.whole_docs(docs)
+    for doc, doc_mask in zip(docs, batched):
+        assert doc_mask is not None and doc_mask.dtype == bool
+        assert (doc_mask == mask(doc)).all()
+
+
+def test_trees_that_interleave_are_put_back_at_their_tokens():
+    # two trees whose tokens alternate: a <- c -> e and b <- d -> f; every
+    # pair of a tree is within 2 hops, no pair across trees is
+    vocab = english_vocab()
+    doc = Doc(vocab, words=list("abcdef"), heads=[2, 3, 2, 3, 2, 3], deps=["dep", "dep", "ROOT", "ROOT", "dep", "dep"])
+    mask = SyntaxMask(threshold=2, punct_rule="none", neighbours=False)
+    with patch.object(masks_module, "MAX_BATCHED_TOKENS", 0):
+        (batched,) = mask.whole_docs([doc])
+    same_tree = numpy.equal.outer(numpy.arange(6) % 2, numpy.arange(6) % 2)
+    assert rows(batched) == rows(same_tree) == rows(mask(doc))

@@ -1,8 +1,10 @@
+from unittest.mock import patch
 
 import numpy
 import pytest
 from spacy.tokens import Doc, Span
 
+import spacy_sla.syntax_inputs as syntax_inputs_module
 from spacy_sla.masks import MissingParseError, SyntaxMask
 from spacy_sla.syntax_inputs import build_syntax_inputs, wordpiece_visibility
 
@@ -144,19 +146,21 @@ class SpanBySpanSyntaxMask(SyntaxMask):
     """The same mask; being a subclass, it takes the span-by-span path."""
 
 
-@pytest.mark.parametrize("punct_rule", ["authors", "spacy"])
-def test_whole_docs_batched_give_the_inputs_of_the_span_by_span_path(model, punct_rule):
+@pytest.mark.parametrize("punct_rule,chunk_cells", [("authors", 2**24), ("spacy", 2**24), ("authors", 1)])
+def test_whole_docs_batched_give_the_inputs_of_the_span_by_span_path(model, punct_rule, chunk_cells):
     vocab = english_vocab()
     short = parsed_doc(vocab, ["the", "cat", "sat", ",", "yes", "."], [1, 2, 2, 2, 2, 2])
     spaced = Doc(vocab, words=["cat", "\n", "sat", "!"], heads=[2, 2, 2, 2], deps=["nsubj", "dep", "ROOT", "punct"])
     cyclic = Doc(vocab, words=["a", "b", "c"], heads=[1, 2, 0], deps=["dep", "dep", "dep"])
     unparsed = Doc(vocab, words=["cat", "sat"])
-    long_doc = Doc.from_docs([short] * 25)  # 150 tokens: span by span in both
-    spans = [short[:], spaced[:], cyclic[:], unparsed[:], long_doc[:], long_doc[3:9], short[1:4]]
+    long_doc = Doc.from_docs([short] * 25)  # 150 tokens: tree by tree, then sliced
+    strided = [long_doc[0:60], long_doc[45:105], long_doc[90:150]]
+    spans = [short[:], spaced[:], cyclic[:], unparsed[:], long_doc[:], long_doc[3:9], short[1:4], *strided]
     wordpieces, align = model.tokenize(spans)
     results = []
     for builder in (SyntaxMask(threshold=1, punct_rule=punct_rule), SpanBySpanSyntaxMask(threshold=1, punct_rule=punct_rule)):
-        with pytest.warns(UserWarning) as warned:
+        # chunk_cells 1: every Doc a chunk of its own
+        with pytest.warns(UserWarning) as warned, patch.object(syntax_inputs_module, "CHUNK_CELLS", chunk_cells):
             inputs = build_syntax_inputs(
                 spans, align, wordpieces.lengths, wordpieces.input_ids.shape[1], local=builder,
                 on_missing_parse="global", piece_strings=wordpieces.strings,
