@@ -10,7 +10,10 @@ batch:
   cached) and two SDPA calls at every length (materialise_up_to = 0), as
   before 2026-12-02;
 - sla-sdpa: the batch's masks built together, two SDPA calls;
-- sla: as shipped (short inputs mix the two probability matrices).
+- sla: as shipped (short inputs mix the two probability matrices);
+- floor (with --ways): vanilla calling its fused attention twice per layer,
+  the second result used: what two attentions cost with no other work, the
+  floor of SLA's formulation.
 
 Time per batch: CPU time (time.process_time) with one thread, wall clock
 with more. Every batch gives one paired ratio per way and round; the report
@@ -45,6 +48,7 @@ from spacy_sla.layers.transformer_model import flatten_spans
 from spacy_sla.research import benchmark
 
 WAYS = ("vanilla", "sla-before", "sla-sdpa", "sla")
+ALL_WAYS = WAYS + ("floor",)
 SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
 _BATCHED = syntax_inputs._whole_doc_masks
 _CACHED_TEST = punctuation.is_authors_punctuation
@@ -78,6 +82,21 @@ def components(model: str) -> Dict[str, object]:
 
 
 @contextmanager
+def attention_twice(active: bool) -> Iterator[None]:
+    """Within the block, with `active`, every SDPA call computes its attention twice."""
+    once = torch.nn.functional.scaled_dot_product_attention
+    if active:
+        def twice(*args, **kwargs):
+            once(*args, **kwargs)
+            return once(*args, **kwargs)
+        torch.nn.functional.scaled_dot_product_attention = twice
+    try:
+        yield
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = once
+
+
+@contextmanager
 def two_sdpa_calls(active: bool) -> Iterator[None]:
     """Within the block, with `active`, prediction calls SDPA twice at every length."""
     SyntaxAwareAttention.materialise_up_to = 0 if active else MATERIALISE_UP_TO
@@ -87,14 +106,17 @@ def two_sdpa_calls(active: bool) -> Iterator[None]:
         SyntaxAwareAttention.materialise_up_to = MATERIALISE_UP_TO
 
 
-def paired_times(timed: Callable[[str, int], float], n_batches: int, rounds: int) -> Dict[str, List[List[float]]]:
+def paired_times(
+    timed: Callable[[str, int], float], n_batches: int, rounds: int, ways: Sequence[str] = WAYS
+) -> Dict[str, List[List[float]]]:
     """seconds[way][batch] over the rounds; the order of the ways rotates."""
+    ways = tuple(ways)
     for batch in range(n_batches):
-        for way in WAYS:
+        for way in ways:
             timed(way, batch)  # warm-up
-    seconds: Dict[str, List[List[float]]] = {way: [[] for _ in range(n_batches)] for way in WAYS}
+    seconds: Dict[str, List[List[float]]] = {way: [[] for _ in range(n_batches)] for way in ways}
     for round_ in range(rounds):
-        order = WAYS[round_ % len(WAYS):] + WAYS[: round_ % len(WAYS)]
+        order = ways[round_ % len(ways):] + ways[: round_ % len(ways)]
         for batch in range(n_batches):
             for way in order:
                 seconds[way][batch].append(timed(way, batch))
@@ -126,14 +148,16 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
     clock = time.process_time if args.threads == 1 else time.perf_counter
 
     def timed(way: str, batch: int) -> float:
-        component = found["vanilla" if way == "vanilla" else "sla"]
+        component = found["vanilla" if way in ("vanilla", "floor") else "sla"]
         copies = [doc.copy() for doc in batches[batch]]
-        with doc_by_doc(way == "sla-before"), two_sdpa_calls(way in ("sla-before", "sla-sdpa")):
+        with doc_by_doc(way == "sla-before"), two_sdpa_calls(way in ("sla-before", "sla-sdpa")), attention_twice(
+            way == "floor"
+        ):
             start = clock()
             component.predict(copies)
             return clock() - start
 
-    seconds = paired_times(timed, len(batches), args.rounds)
+    seconds = paired_times(timed, len(batches), args.rounds, args.ways)
     model = found["sla"].model
     building = {}
     for way in ("sla-before", "sla"):
@@ -156,17 +180,18 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
         "batch_size": args.batch_size,
         "vanilla_seconds_per_batch": component,
         "mask_building_seconds_per_batch": building,
-        **{f"{way}/vanilla": median_ratio(seconds[way], seconds["vanilla"]) for way in WAYS[1:]},
-        "sla-sdpa/sla-before": median_ratio(seconds["sla-sdpa"], seconds["sla-before"]),
-        "sla/sla-sdpa": median_ratio(seconds["sla"], seconds["sla-sdpa"]),
+        **{f"{way}/vanilla": median_ratio(seconds[way], seconds["vanilla"]) for way in args.ways if way != "vanilla"},
         "seconds": seconds,
     }
-    show = lambda key: "{median:.3f} [{low:.3f}, {high:.3f}]".format(**row[key])  # noqa: E731
+    for numerator, denominator in (("sla-sdpa", "sla-before"), ("sla", "sla-sdpa"), ("sla", "floor")):
+        if numerator in seconds and denominator in seconds:
+            row[f"{numerator}/{denominator}"] = median_ratio(seconds[numerator], seconds[denominator])
+    ratios = ", ".join(
+        "{} {median:.3f} [{low:.3f}, {high:.3f}]".format(key, **value) for key, value in row.items() if "/" in key
+    )
     print(
         f"{path}: {len(docs)} Docs, vanilla {1000 * component:.0f} ms a batch of {args.batch_size}; masks "
-        f"{1000 * building['sla-before']:.1f} ms Doc by Doc, {1000 * building['sla']:.1f} ms batched; SLA/vanilla: "
-        f"before {show('sla-before/vanilla')}, batched masks {show('sla-sdpa/vanilla')}, as shipped "
-        f"{show('sla/vanilla')} (masks: {show('sla-sdpa/sla-before')}, mixed short path: {show('sla/sla-sdpa')})",
+        f"{1000 * building['sla-before']:.1f} ms Doc by Doc, {1000 * building['sla']:.1f} ms batched; {ratios}",
         flush=True,
     )
     return row
@@ -182,8 +207,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--ways", default=",".join(WAYS), help=f"comma-separated, from {', '.join(ALL_WAYS)}")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
+    args.ways = [way for way in args.ways.split(",") if way]
+    if "vanilla" not in args.ways or not set(args.ways) <= set(ALL_WAYS):
+        parser.error(f"--ways: vanilla and any of {', '.join(ALL_WAYS[1:])}")
     torch.set_num_threads(args.threads)
     found = components(args.model)
     nlp = spacy.load(args.parser, exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])

@@ -3,7 +3,7 @@ hides nothing (their local context is the global one, whatever the gate):
 the outputs, gates and gradients equal those of computing every branch, and
 the skip happens only in prediction, only for boolean masks. These tests
 count SDPA calls, so they turn off the materialised prediction of short
-inputs (tests/test_attention_materialised.py)."""
+inputs (tests/test_attention_materialised.py) and the groups by width."""
 from typing import List
 
 import numpy
@@ -28,6 +28,8 @@ LENGTHS = [9, 6, 9, 4]
 @pytest.fixture(autouse=True)
 def two_sdpa_calls(monkeypatch):
     monkeypatch.setattr(SyntaxAwareAttention, "materialise_up_to", 0)
+    # the groups by width have their own tests (tests/test_attention_width_groups.py)
+    monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", 1.0)
 
 
 class SdpaCalls:

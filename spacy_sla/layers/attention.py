@@ -33,6 +33,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
+import numpy
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -43,6 +44,23 @@ from ..errors import Errors
 # A local branch's input: a bool mask or an additive bias for SDPA, or a
 # transform of the scaled dot-product scores into the local logits.
 LocalInput = Union[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]
+
+# Prediction on the CPU computes the local branch in at most this many
+# groups of sequences of similar length, each cut to its longest sequence's
+# pieces, when that spares at least WIDTH_GROUPS_MIN_SAVING of the fused
+# call's work (its cost grows with the squared width); strided spans of
+# documents are padded to their batch's longest (docs/performance.md).
+MAX_WIDTH_GROUPS = 3
+WIDTH_GROUPS_MIN_SAVING = 0.15
+
+
+@dataclass(frozen=True)
+class WidthGroup:
+    """Sequences whose local branch goes in one fused call: `rows` (an
+    index on the mask's device) have no real piece at or after `width`."""
+
+    rows: torch.Tensor
+    width: int
 
 # Prediction gathers the sequences that need a local branch while they are at
 # most this share of the batch; above it, the index copies of the queries,
@@ -69,6 +87,10 @@ class AttentionBatch:
         does), which are the only ones whose local branch prediction
         computes; None: every sequence's (no mask, or more than
         GATHER_MAX_SHARE of the batch need one).
+    width_groups: on the CPU, the sequences whose mask hides some key in
+        groups of similar length (WidthGroup), when computing their local
+        branch group by group, cut to each group's width, spares enough of
+        the work; None otherwise.
     """
 
     global_mask: torch.Tensor
@@ -79,6 +101,7 @@ class AttentionBatch:
     gates: List[torch.Tensor] = field(default_factory=list)
     auxiliary_losses: List[torch.Tensor] = field(default_factory=list)
     local_rows: Optional[torch.Tensor] = None
+    width_groups: Optional[Tuple[WidthGroup, ...]] = None
     # local_mask as an additive mask, per dtype and for all rows or those of
     # local_rows: made once per forward pass and shared by the layers (SDPA's
     # CPU kernel turns a boolean mask into an additive one on every call, at
@@ -86,6 +109,7 @@ class AttentionBatch:
     _additive_local_masks: Dict[Tuple[torch.dtype, bool], torch.Tensor] = field(default_factory=dict, repr=False)
     _logit_offsets: Dict[Tuple[torch.dtype, bool], torch.Tensor] = field(default_factory=dict, repr=False)
     _empty_local_rows: Optional[Tuple[Optional[torch.Tensor]]] = field(default=None, repr=False)
+    _group_masks: Dict[Tuple[torch.dtype, int], torch.Tensor] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_inputs(
@@ -107,8 +131,14 @@ class AttentionBatch:
         # Padding queries attend like global ones: no softmax row is ever
         # empty, so no NaN can reach the backward pass.
         local = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
-        local_rows = None if local is None else _rows_needing_local(local, keys, local_restricted)
-        return cls(keys, local, local_buckets, parent_targets, record_gates, local_rows=local_rows)
+        if local is None:
+            return cls(keys, local, local_buckets, parent_targets, record_gates)
+        restricted = _restricted_sequences(local, keys, local_restricted)
+        width_groups = _width_groups(real, restricted) if real.device.type == "cpu" else None
+        return cls(
+            keys, local, local_buckets, parent_targets, record_gates,
+            local_rows=_rows_needing_local(restricted, local.device), width_groups=width_groups,
+        )
 
     def empty_local_rows(self) -> Optional[torch.Tensor]:
         """The (batch, 1, n_pieces, 1) rows that see no key locally, or None
@@ -150,21 +180,91 @@ class AttentionBatch:
             self._additive_local_masks[(dtype, gathered)] = mask
         return mask
 
+    def group_local_mask(self, dtype: torch.dtype, index: int) -> torch.Tensor:
+        """local_mask of width_groups[index]: its sequences, cut to its
+        width, additive (as additive_local_mask) or, where a row sees no
+        key, boolean. Made once per forward pass for all layers."""
+        mask = self._group_masks.get((dtype, index))
+        if mask is None:
+            group = self.width_groups[index]
+            visible = self.local_mask.index_select(0, group.rows)[..., : group.width, : group.width]
+            if self.empty_local_rows() is None:
+                mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+                mask.masked_fill_(~visible, torch.finfo(dtype).min)
+            else:
+                mask = visible.contiguous()
+            self._group_masks[(dtype, index)] = mask
+        return mask
 
-def _rows_needing_local(local: torch.Tensor, keys: torch.Tensor, restricted: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-    """AttentionBatch.local_rows: the index of the sequences flagged in
-    `restricted` (from `local`, the batch's (batch, 1, n, n) local mask, when
-    None), or None when more than GATHER_MAX_SHARE of them are."""
+
+def _restricted_sequences(local: torch.Tensor, keys: torch.Tensor, restricted: Optional[torch.Tensor]) -> torch.Tensor:
+    """(batch,) bool on the CPU: the sequences whose local mask hides a key;
+    `restricted` when given, else read from `local`, the batch's (batch, 1,
+    n, n) local mask."""
     if restricted is None:
         # Padding queries see every real key locally, so a sequence's local
         # mask differs from its padding mask exactly where it hides a real
         # key from a real query. One reduction per forward pass.
         restricted = (local != keys).flatten(1).any(1)
-    restricted = restricted.to("cpu", torch.bool)
+    return restricted.to("cpu", torch.bool)
+
+
+def _rows_needing_local(restricted: torch.Tensor, device: torch.device) -> Optional[torch.Tensor]:
+    """AttentionBatch.local_rows: the index of the sequences flagged in
+    `restricted`, or None when more than GATHER_MAX_SHARE of them are."""
     n_restricted = int(restricted.sum())
     if n_restricted == len(restricted) or n_restricted > GATHER_MAX_SHARE * len(restricted):
         return None
-    return restricted.nonzero().flatten().to(local.device)
+    return restricted.nonzero().flatten().to(device)
+
+
+def _width_groups(real: torch.Tensor, restricted: torch.Tensor) -> Optional[Tuple[WidthGroup, ...]]:
+    """AttentionBatch.width_groups: the restricted sequences sorted by
+    width (the position after their last real piece) and cut into at most
+    MAX_WIDTH_GROUPS groups so that the sum of count x width**2 is smallest,
+    if that is at most 1 - WIDTH_GROUPS_MIN_SAVING of what the plain path
+    computes (the restricted rows, or all of them, at the padded width)."""
+    rows = restricted.nonzero().flatten()
+    if len(rows) == 0:
+        return None
+    n_pieces = real.shape[1]
+    real_rows = real.index_select(0, rows.to(real.device)).cpu()
+    widths = (n_pieces - real_rows.flip(1).to(torch.uint8).argmax(1)).numpy()
+    widths[~real_rows.any(1).numpy()] = n_pieces
+    order = numpy.argsort(widths, kind="stable")
+    sorted_widths = widths[order].astype(numpy.float64)
+    n_plain = len(rows) if _rows_needing_local(restricted, real.device) is not None else len(restricted)
+    cost, ends = _cheapest_cuts(sorted_widths)
+    if cost > (1.0 - WIDTH_GROUPS_MIN_SAVING) * n_plain * float(n_pieces) ** 2:
+        return None
+    return tuple(
+        WidthGroup(rows=rows[torch.from_numpy(order[start:end])].to(real.device), width=int(sorted_widths[end - 1]))
+        for start, end in zip([0] + ends[:-1], ends)
+    )
+
+
+def _cheapest_cuts(widths: numpy.ndarray) -> Tuple[float, List[int]]:
+    """The ends of at most MAX_WIDTH_GROUPS consecutive groups of the sorted
+    widths whose sum of count x (last width)**2 is smallest, and that sum:
+    dynamic programming over the groups' ends, one array operation a group."""
+    n = len(widths)
+    squared = widths.astype(numpy.float64) ** 2
+    start, end = numpy.arange(n + 1)[:, None], numpy.arange(n + 1)[None, :]
+    # group_cost[s, e]: widths[s:e] as one group (never empty)
+    group_cost = numpy.where(start < end, (end - start) * squared[numpy.maximum(end - 1, 0)], numpy.inf)
+    cost = group_cost[0]  # cost[e]: widths[:e] in the groups so far
+    best_cost, best_ends = float(cost[n]), [n]
+    starts: List[numpy.ndarray] = []
+    for _ in range(MAX_WIDTH_GROUPS - 1):
+        total = cost[:, None] + group_cost  # [s, e]: widths[:s] as before, widths[s:e] one more group
+        starts.append(total.argmin(axis=0))
+        cost = total.min(axis=0)
+        if cost[n] < best_cost:
+            ends = [n]
+            for step in reversed(starts):
+                ends.insert(0, int(step[ends[0]]))
+            best_cost, best_ends = float(cost[n]), ends
+    return best_cost, best_ends
 
 
 # The batch of the forward pass running in this thread (context variables
@@ -527,7 +627,8 @@ class SyntaxAwareAttention(nn.Module):
             global_offsets = batch.logit_offsets(query.dtype)
             context = TwoBranchAttention.apply(query, key, value, gate, global_offsets, local, empty_rows, dropout)
             return self.merge_heads(context), None
-        rows = self._local_rows(batch, local_mask, dropout, query, key, value, gate)
+        may_skip = self._may_skip(local_mask, dropout, query, key, value, gate)
+        rows = batch.local_rows if may_skip else None
         if self._materialises(query, dropout) and (rows is None or rows.numel() > 0):
             return self.merge_heads(self._predict_materialised(batch, query, key, value, local_mask, gate)), None
         # Prediction: two fused kernels (on a GPU, and on the CPU for spans
@@ -536,7 +637,9 @@ class SyntaxAwareAttention(nn.Module):
         global_context = F.scaled_dot_product_attention(
             query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
         )
-        if rows is None:
+        if may_skip and batch.width_groups is not None:
+            mixed = self._mix_by_width(batch, query, key, value, global_context, gate)
+        elif rows is None:
             if local_mask.dtype == torch.bool:
                 local_mask = _first_not_none(batch.additive_local_mask(query.dtype), local_mask)
             local_context = F.scaled_dot_product_attention(
@@ -598,23 +701,49 @@ class SyntaxAwareAttention(nn.Module):
             local_probs.masked_fill_(empty_rows, 0.0)  # SDPA gives such a row zeros
         return torch.matmul(global_probs.lerp_(local_probs, gate.to(scores.dtype)), value)
 
-    def _local_rows(
-        self, batch: AttentionBatch, local_mask: torch.Tensor, dropout: float, *tensors: torch.Tensor
-    ) -> Optional[torch.Tensor]:
-        """The sequences whose local branch this prediction call computes (an
-        index), or None for all. A sequence whose boolean mask hides no key
-        gets the global context from its local branch, for any gate, unless
-        each branch draws its own dropout; with gradients (training) every
-        branch is computed as defined. Bias variants are always computed."""
-        if (
+    def _may_skip(self, local_mask: torch.Tensor, dropout: float, *tensors: torch.Tensor) -> bool:
+        """Whether this prediction call may leave out the local branch of the
+        sequences whose boolean mask hides no key (batch.local_rows) and the
+        padding after a sequence's last real piece (batch.width_groups). A
+        sequence whose mask hides no key gets the global context from its
+        local branch, for any gate, unless each branch draws its own
+        dropout; with gradients (training) every branch is computed as
+        defined. Bias variants are always computed."""
+        return not (
             not self.skip_fully_visible
             or self.local_bias is not None
             or local_mask.dtype != torch.bool
             or dropout > 0.0
             or (torch.is_grad_enabled() and _needs_grad(*tensors))
-        ):
-            return None
-        return batch.local_rows
+        )
+
+    def _mix_by_width(
+        self,
+        batch: AttentionBatch,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        global_context: torch.Tensor,
+        gate: torch.Tensor,
+    ) -> torch.Tensor:
+        """The mixed context, the local branch computed group by group
+        (batch.width_groups), each group's sequences cut to its width: the
+        pieces after a sequence's last real piece are padding, hidden from
+        every query, and their own rows are never read, so they keep the
+        global context. Sequences in no group hide no key: their mix is
+        their global context."""
+        for index, group in enumerate(batch.width_groups):
+            rows, width = group.rows, group.width
+            local_context = F.scaled_dot_product_attention(
+                query.index_select(0, rows)[:, :, :width],
+                key.index_select(0, rows)[:, :, :width],
+                value.index_select(0, rows)[:, :, :width],
+                attn_mask=batch.group_local_mask(query.dtype, index),
+            )
+            gate_rows = gate.index_select(0, rows)[:, :, :width].to(global_context.dtype)
+            mixed_rows = torch.lerp(global_context.index_select(0, rows)[:, :, :width], local_context, gate_rows)
+            global_context[rows, :, :width] = mixed_rows
+        return global_context
 
     def _gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, n_gates, n_pieces, 1): the gate, broadcastable over heads."""
