@@ -18,6 +18,14 @@ from test_attention_skip import (
 from torch.nn import functional as F
 
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention
+from spacy_sla.layers import attention as attention_module
+
+
+@pytest.fixture(autouse=True)
+def without_width_groups(monkeypatch):
+    """These tests count SDPA calls of the plain path (the groups by width:
+    tests/test_attention_width_groups.py)."""
+    monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", 1.0)
 
 
 def predicted(module, batch, materialise: bool, monkeypatch):

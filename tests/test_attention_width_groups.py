@@ -12,13 +12,14 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from spacy.tokens import Doc
 from torch.nn import functional as F
 
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, SyntaxAwareTransformer, attending
 from spacy_sla.layers import attention as attention_module
-from spacy_sla.layers.attention import _cheapest_cuts
+from spacy_sla.layers.attention import _cheapest_cuts, _width_groups, width_order
 
-from util import tiny_encoder
+from util import english_vocab, parsed_doc, sla_nlp, the_cat_sat, tiny_encoder, trf_output
 
 N_HEADS, HEAD_SIZE, N_PIECES = 2, 4, 12
 HIDDEN = N_HEADS * HEAD_SIZE
@@ -188,3 +189,67 @@ def test_the_encoder_output_and_gates_are_unchanged(restricted, monkeypatch):
         assert torch.allclose(real_output[:length], real_expected[:length], atol=1e-5)
     assert torch.allclose(output, expected, atol=1e-5)
     assert torch.allclose(gates, expected_gates, atol=1e-6)
+
+
+def test_the_order_puts_each_group_in_a_block():
+    flags = torch.tensor([True, True, False, True, True])
+    # groups {3, 1} {4} {0} (test_the_groups_of_a_batch_by_hand), then the unrestricted sequence 2
+    order = width_order(attention_mask(), flags)
+    assert order.tolist() == [3, 1, 4, 0, 2]
+    ordered = attention_mask().index_select(0, order)
+    assert width_order(ordered, flags.index_select(0, order)) is None
+    groups = _width_groups(ordered.bool(), flags.index_select(0, order))
+    assert [(group.block, group.width) for group in groups] == [((0, 2), 5), ((2, 3), 7), ((3, 4), 12)]
+
+
+def test_the_encoder_runs_the_groups_as_blocks_and_answers_in_the_callers_order(monkeypatch):
+    restricted = [0, 1, 3, 4]
+    flags = torch.tensor([i in restricted for i in range(N_SEQUENCES)])
+    batches = []
+    original = AttentionBatch.from_inputs.__func__
+
+    def recorded(cls, *args, **kwargs):
+        batches.append(original(cls, *args, **kwargs))
+        return batches[-1]
+
+    outputs = {}
+    for saving in (PLAIN, 0.15):
+        monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", saving)
+        monkeypatch.setattr(AttentionBatch, "from_inputs", classmethod(recorded))
+        sla = SyntaxAwareTransformer(tiny_encoder("bert")).eval()
+        input_ids = torch.randint(5, 50, (N_SEQUENCES, N_PIECES), generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            output = sla(
+                input_ids, attention_mask(), local_mask=local_mask(restricted), record_gates=True,
+                local_restricted=flags,
+            )
+        outputs[saving] = output
+    assert batches[0].width_groups is None
+    assert [(group.block, group.width) for group in batches[1].width_groups] == [((0, 2), 5), ((2, 3), 7), ((3, 4), 12)]
+    plain, grouped = outputs[PLAIN], outputs[0.15]
+    assert torch.allclose(grouped.last_hidden_state, plain.last_hidden_state, atol=1e-5)
+    assert torch.allclose(grouped.pooler_output, plain.pooler_output, atol=1e-5)
+    assert torch.allclose(grouped.gates, plain.gates, atol=1e-6)
+
+
+def test_the_pipeline_outputs_and_gates_are_unchanged(tiny_bert, monkeypatch):
+    vocab = english_vocab()
+    chain = parsed_doc(vocab, "a b c d e f g".split(), [1, 2, 3, 4, 5, 6, 6])
+    short = parsed_doc(vocab, ["she", "ran", "home"], [1, 1, 1])
+    article = Doc.from_docs([the_cat_sat(vocab), chain, the_cat_sat(vocab), short, chain])
+    docs = [chain, short, article, Doc.from_docs([the_cat_sat(vocab), short]), chain]
+    component = sla_nlp(tiny_bert).get_pipe("sla_transformer")
+    component.store_gates = True
+    results = {}
+    for saving in (PLAIN, 0.15):
+        monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", saving)
+        shapes = SdpaShapes(monkeypatch)
+        predicted = list(component.pipe([doc.copy() for doc in docs]))
+        results[saving] = ([trf_output(doc) for doc in predicted], [doc._.sla_gates for doc in predicted], shapes.shapes)
+    # the groups: more, narrower calls than the plain path's
+    assert len(results[0.15][2]) > len(results[PLAIN][2])
+    assert sum(n * width**2 for n, width in results[0.15][2]) < sum(n * width**2 for n, width in results[PLAIN][2])
+    for grouped, plain in zip(results[0.15][0], results[PLAIN][0]):
+        assert numpy.allclose(grouped, plain, atol=1e-5)
+    for grouped, plain in zip(results[0.15][1], results[PLAIN][1]):
+        assert grouped.shape == plain.shape and numpy.allclose(grouped, plain, atol=1e-6)

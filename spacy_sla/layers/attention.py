@@ -57,10 +57,21 @@ WIDTH_GROUPS_MIN_SAVING = 0.15
 @dataclass(frozen=True)
 class WidthGroup:
     """Sequences whose local branch goes in one fused call: `rows` (an
-    index on the mask's device) have no real piece at or after `width`."""
+    index on the mask's device) have no real piece at or after `width`.
+    `block`: (start, end) where rows are the consecutive sequences start to
+    end - 1, which the call then reads as views instead of copies
+    (SyntaxAwareTransformer orders a batch so; `width_order`)."""
 
     rows: torch.Tensor
     width: int
+    block: Optional[Tuple[int, int]] = None
+
+    def take(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The group's sequences of a (batch, heads, pieces, ...) tensor, cut
+        to its width: a view for a block, a copy otherwise."""
+        if self.block is not None:
+            return tensor[self.block[0] : self.block[1], :, : self.width]
+        return tensor[:, :, : self.width].index_select(0, self.rows)
 
 # Prediction gathers the sequences that need a local branch while they are at
 # most this share of the batch; above it, the index copies of the queries,
@@ -187,7 +198,7 @@ class AttentionBatch:
         mask = self._group_masks.get((dtype, index))
         if mask is None:
             group = self.width_groups[index]
-            visible = self.local_mask.index_select(0, group.rows)[..., : group.width, : group.width]
+            visible = group.take(self.local_mask)[..., : group.width]
             if self.empty_local_rows() is None:
                 mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
                 mask.masked_fill_(~visible, torch.finfo(dtype).min)
@@ -237,10 +248,32 @@ def _width_groups(real: torch.Tensor, restricted: torch.Tensor) -> Optional[Tupl
     cost, ends = _cheapest_cuts(sorted_widths)
     if cost > (1.0 - WIDTH_GROUPS_MIN_SAVING) * n_plain * float(n_pieces) ** 2:
         return None
-    return tuple(
-        WidthGroup(rows=rows[torch.from_numpy(order[start:end])].to(real.device), width=int(sorted_widths[end - 1]))
-        for start, end in zip([0] + ends[:-1], ends)
-    )
+    groups = []
+    for start, end in zip([0] + ends[:-1], ends):
+        group_rows = rows[torch.from_numpy(order[start:end])]
+        first = int(group_rows[0])
+        is_block = torch.equal(group_rows, torch.arange(first, first + len(group_rows)))
+        groups.append(
+            WidthGroup(
+                rows=group_rows.to(real.device),
+                width=int(sorted_widths[end - 1]),
+                block=(first, first + len(group_rows)) if is_block else None,
+            )
+        )
+    return tuple(groups)
+
+
+def width_order(attention_mask: torch.Tensor, restricted: torch.Tensor) -> Optional[torch.Tensor]:
+    """The order of a batch's sequences in which AttentionBatch.width_groups
+    are blocks (the restricted sequences by width, then the others), or None
+    where there are no groups or the batch is in that order already."""
+    groups = _width_groups(attention_mask.bool(), restricted.to("cpu", torch.bool))
+    if groups is None or all(group.block is not None for group in groups):
+        return None
+    grouped = torch.cat([group.rows.cpu() for group in groups])
+    others = torch.ones(len(restricted), dtype=torch.bool)
+    others[grouped] = False
+    return torch.cat([grouped, others.nonzero().flatten()]).to(attention_mask.device)
 
 
 def _cheapest_cuts(widths: numpy.ndarray) -> Tuple[float, List[int]]:
@@ -733,16 +766,15 @@ class SyntaxAwareAttention(nn.Module):
         global context. Sequences in no group hide no key: their mix is
         their global context."""
         for index, group in enumerate(batch.width_groups):
-            rows, width = group.rows, group.width
             local_context = F.scaled_dot_product_attention(
-                query.index_select(0, rows)[:, :, :width],
-                key.index_select(0, rows)[:, :, :width],
-                value.index_select(0, rows)[:, :, :width],
-                attn_mask=batch.group_local_mask(query.dtype, index),
+                group.take(query), group.take(key), group.take(value), attn_mask=batch.group_local_mask(query.dtype, index)
             )
-            gate_rows = gate.index_select(0, rows)[:, :, :width].to(global_context.dtype)
-            mixed_rows = torch.lerp(global_context.index_select(0, rows)[:, :, :width], local_context, gate_rows)
-            global_context[rows, :, :width] = mixed_rows
+            gate_rows = group.take(gate).to(global_context.dtype)
+            if group.block is not None:
+                group.take(global_context).lerp_(local_context, gate_rows)  # a view: mixed in place
+            else:
+                mixed_rows = torch.lerp(group.take(global_context), local_context, gate_rows)
+                global_context[group.rows, :, : group.width] = mixed_rows
         return global_context
 
     def _gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> torch.Tensor:

@@ -16,6 +16,7 @@ from .attention import (
     DistilBertStyleAttention,
     SyntaxAwareAttention,
     attending,
+    width_order,
 )
 from .syntax_guided import SyntaxGuidedLayer
 
@@ -222,6 +223,18 @@ class SyntaxAwareTransformer(nn.Module):
         record_gates: bool = False,
         local_restricted: Optional[torch.Tensor] = None,
     ):
+        order = self._prediction_order(attention_mask, local_mask, local_restricted, output_attentions)
+        if order is not None:
+            # Prediction on the CPU reads each group of similar length as
+            # a block of the batch (attention.width_order); the outputs go
+            # back to the callers' order below.
+            input_ids, attention_mask, token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted = (
+                None if tensor is None else tensor.index_select(0, order.to(tensor.device))
+                for tensor in (
+                    input_ids, attention_mask, token_type_ids, local_mask, local_buckets, guide_mask, parent_targets,
+                    local_restricted,
+                )
+            )
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
@@ -237,11 +250,51 @@ class SyntaxAwareTransformer(nn.Module):
             output.last_hidden_state = self.guided_layer(
                 output.last_hidden_state, _guided_visibility(attention_mask, guide_mask)
             )
+        if order is not None:
+            _restore_order(output, torch.argsort(order))
         if batch.gates:
-            output.gates = torch.stack(batch.gates)  # (n_sla_layers, batch, n_pieces)
+            gates = torch.stack(batch.gates)  # (n_sla_layers, batch, n_pieces)
+            output.gates = gates if order is None else gates.index_select(1, torch.argsort(order).to(gates.device))
         if batch.auxiliary_losses:
             output.auxiliary_loss = self.parent_attention.weight * torch.stack(batch.auxiliary_losses).sum()
         return output
+
+    def _prediction_order(
+        self,
+        attention_mask: torch.Tensor,
+        local_mask: Optional[torch.Tensor],
+        local_restricted: Optional[torch.Tensor],
+        output_attentions: bool,
+    ) -> Optional[torch.Tensor]:
+        """The order in which prediction runs the batch (width_order), or
+        None to keep the callers' order: in training, on a GPU, without a
+        boolean mask and its flags, or when the layers attend otherwise."""
+        if (
+            local_mask is None
+            or local_restricted is None
+            or attention_mask.device.type != "cpu"
+            or self.training
+            or torch.is_grad_enabled()
+            or output_attentions
+        ):
+            return None
+        return width_order(attention_mask, local_restricted)
+
+
+def _restore_order(output: Dict, restore: torch.Tensor) -> None:
+    """Every per-sequence tensor of an encoder output (a ModelOutput: the
+    hidden states, pooled output, attentions) back in the callers' order."""
+    n_sequences = len(restore)
+
+    def restored(value):
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == n_sequences:
+            return value.index_select(0, restore.to(value.device))
+        if isinstance(value, tuple):
+            return tuple(restored(item) for item in value)
+        return value
+
+    for key in list(output.keys()):
+        output[key] = restored(output[key])
 
 
 def _guided_visibility(attention_mask: torch.Tensor, guide_mask: Optional[torch.Tensor]) -> torch.Tensor:
