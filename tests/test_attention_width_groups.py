@@ -241,9 +241,10 @@ def test_the_pipeline_outputs_and_gates_are_unchanged(tiny_bert, monkeypatch):
     component = sla_nlp(tiny_bert).get_pipe("sla_transformer")
     component.store_gates = True
     results = {}
+    shapes = SdpaShapes(monkeypatch)
     for saving in (PLAIN, 0.15):
         monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", saving)
-        shapes = SdpaShapes(monkeypatch)
+        shapes.shapes = []
         predicted = list(component.pipe([doc.copy() for doc in docs]))
         results[saving] = ([trf_output(doc) for doc in predicted], [doc._.sla_gates for doc in predicted], shapes.shapes)
     # the groups: more, narrower calls than the plain path's
