@@ -268,9 +268,12 @@ class SyntaxAwareTransformer(nn.Module):
     ) -> Optional[torch.Tensor]:
         """The order in which prediction runs the batch (width_order), or
         None to keep the callers' order: in training, on a GPU, without a
-        boolean mask and its flags, or when the layers attend otherwise."""
+        boolean mask and its flags, when the layers attend otherwise, or for
+        inputs short enough to mix the probability matrices (their path has
+        no groups)."""
         if (
-            local_mask is None
+            attention_mask.shape[1] <= SyntaxAwareAttention.materialise_up_to
+            or local_mask is None
             or local_restricted is None
             or attention_mask.device.type != "cpu"
             or self.training
