@@ -25,7 +25,10 @@ In prediction (no dropout, no gradients), a sequence whose boolean local mask
 hides no key gets exactly the global context from its local branch, for any
 gate. Which sequences need a local branch is decided once per forward pass;
 each layer computes it for those only (gathered, one fused call, scattered
-back), or for none.
+back), or for none. On the CPU, those sequences go in groups of similar
+length, each cut to its longest sequence (the fused call's cost grows with
+the square of the width, and strided spans are padded to the batch's
+longest); the encoder puts each group in a block of the batch.
 """
 import math
 from contextlib import contextmanager
