@@ -5,6 +5,7 @@ from spacy.tokens import Doc
 
 import spacy_sla.dependency_tree as dependency_tree
 import spacy_sla.layers.transformer_model as transformer_model
+import spacy_sla.masks as masks_module
 from spacy_sla import SyntaxMask
 from spacy_sla.data_classes import SyntaxInputs
 from spacy_sla.layers.attention import AttentionBatch, SyntaxAwareAttention
@@ -30,21 +31,37 @@ class Recorder:
         monkeypatch.setattr(owner, name, recorded)
 
 
-def test_masks_of_a_long_doc_are_computed_per_sentence_and_the_trees_once(tiny_bert, monkeypatch):
+def test_the_masks_of_a_long_doc_are_computed_once_tree_by_tree(tiny_bert, monkeypatch):
     # spaCy's punctuation rule: token masks equal the inner wordpiece masks
     mask = {"@misc": "spacy-sla.syntax_mask.v3", "punct_rule": "spacy"}
     model = sla_nlp(tiny_bert, get_spans=SPANS, mask=mask).get_pipe("sla_transformer").model
     doc = long_doc()
     expected = [SyntaxMask(punct_rule="spacy")(span) for span in model.attrs["get_spans"]([doc])[0]]
+    padded = Recorder(monkeypatch, masks_module, "padded_forest_reach")
+    reach = Recorder(monkeypatch, dependency_tree, "tree_reach")
+    masks = model.local_masks([doc])
+    assert len(masks) == 6
+    # the Doc's 40 trees of 7 tokens in one padded group, for all six spans; nothing span by span
+    assert [args[0].shape for args, _ in padded.calls] == [(40, 7)]
+    assert reach.calls == []
+    # the same masks as the builder gives span by span
+    for mask, span_mask in zip(masks, expected):
+        assert (mask[1:-1, 1:-1] == span_mask).all()
+
+
+def test_span_by_span_a_long_doc_is_computed_per_sentence_and_its_trees_once(tiny_bert, monkeypatch):
+    mask = {"@misc": "spacy-sla.syntax_mask.v3", "punct_rule": "spacy"}
+    model = sla_nlp(tiny_bert, get_spans=SPANS, mask=mask).get_pipe("sla_transformer").model
+    doc = long_doc()
+    expected = [SyntaxMask(punct_rule="spacy")(span) for span in model.attrs["get_spans"]([doc])[0]]
+    monkeypatch.setattr(masks_module, "MAX_WHOLE_DOC_TOKENS", 100)  # the Doc (280 tokens) goes span by span
     reach = Recorder(monkeypatch, dependency_tree, "tree_reach")
     tables = Recorder(monkeypatch, dependency_tree, "ancestor_table")
     masks = model.local_masks([doc])
-    assert len(masks) == 6
     # each call compares the tokens of one sentence (7) with those of the same sentence
     assert reach.calls and all(len(args[1]) <= 7 and len(args[2]) <= 7 for args, _ in reach.calls)
     # one ancestor table for the Doc, shared by its six spans
     assert len(tables.calls) == 1
-    # the same masks as the builder gives span by span
     for mask, span_mask in zip(masks, expected):
         assert (mask[1:-1, 1:-1] == span_mask).all()
 
