@@ -282,17 +282,24 @@ def width_order(attention_mask: torch.Tensor, restricted: torch.Tensor) -> Optio
 def _cheapest_cuts(widths: numpy.ndarray) -> Tuple[float, List[int]]:
     """The ends of at most MAX_WIDTH_GROUPS consecutive groups of the sorted
     widths whose sum of count x (last width)**2 is smallest, and that sum:
-    dynamic programming over the groups' ends, one array operation a group."""
-    n = len(widths)
-    squared = widths.astype(numpy.float64) ** 2
+    dynamic programming over the groups' ends, one array operation a group.
+    A cut between equal widths never pays (the lower group may take them at
+    no cost), so the ends are sought among the distinct widths only: at most
+    one per piece of the padded width, however large the batch."""
+    distinct, counts = numpy.unique(widths, return_counts=True)
+    n = len(distinct)
+    squared = distinct.astype(numpy.float64) ** 2
+    covered = numpy.concatenate([[0], numpy.cumsum(counts)])  # sequences below each distinct width
     start, end = numpy.arange(n + 1)[:, None], numpy.arange(n + 1)[None, :]
-    # group_cost[s, e]: widths[s:e] as one group (never empty)
-    group_cost = numpy.where(start < end, (end - start) * squared[numpy.maximum(end - 1, 0)], numpy.inf)
-    cost = group_cost[0]  # cost[e]: widths[:e] in the groups so far
+    # group_cost[s, e]: the sequences of distinct widths s to e - 1 as one group (never empty)
+    group_cost = numpy.where(
+        start < end, (covered[end] - covered[start]) * squared[numpy.maximum(end - 1, 0)], numpy.inf
+    )
+    cost = group_cost[0]  # cost[e]: distinct widths below e in the groups so far
     best_cost, best_ends = float(cost[n]), [n]
     starts: List[numpy.ndarray] = []
     for _ in range(MAX_WIDTH_GROUPS - 1):
-        total = cost[:, None] + group_cost  # [s, e]: widths[:s] as before, widths[s:e] one more group
+        total = cost[:, None] + group_cost  # [s, e]: below s as before, s to e - 1 one more group
         starts.append(total.argmin(axis=0))
         cost = total.min(axis=0)
         if cost[n] < best_cost:
@@ -300,7 +307,7 @@ def _cheapest_cuts(widths: numpy.ndarray) -> Tuple[float, List[int]]:
             for step in reversed(starts):
                 ends.insert(0, int(step[ends[0]]))
             best_cost, best_ends = float(cost[n]), ends
-    return best_cost, best_ends
+    return best_cost, [int(covered[end]) for end in best_ends]
 
 
 # The batch of the forward pass running in this thread (context variables
