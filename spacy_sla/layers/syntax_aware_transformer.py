@@ -250,11 +250,12 @@ class SyntaxAwareTransformer(nn.Module):
             output.last_hidden_state = self.guided_layer(
                 output.last_hidden_state, _guided_visibility(attention_mask, guide_mask)
             )
-        if order is not None:
-            _restore_order(output, torch.argsort(order))
+        restore = None if order is None else torch.argsort(order)
+        if restore is not None:
+            _restore_order(output, restore)
         if batch.gates:
             gates = torch.stack(batch.gates)  # (n_sla_layers, batch, n_pieces)
-            output.gates = gates if order is None else gates.index_select(1, torch.argsort(order).to(gates.device))
+            output.gates = gates if restore is None else gates.index_select(1, restore.to(gates.device))
         if batch.auxiliary_losses:
             output.auxiliary_loss = self.parent_attention.weight * torch.stack(batch.auxiliary_losses).sum()
         return output
