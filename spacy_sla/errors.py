@@ -227,3 +227,16 @@ class Errors(metaclass=ErrorsWithCodes):
         "{config_dir} --variants ...`, or leave the variant out with "
         "`--variants`."
     )
+    E040 = (
+        "Cannot split the dev documents by what the local mask hides for the "
+        "model {model}: {reason}. `--by-mask` needs variants with a local "
+        "mask (sla, window and their kin); leave the others out with "
+        "`--variants`."
+    )
+    E041 = (
+        "The seeds {seeds} of {variant} give different dev documents a "
+        "restricting mask: their pipelines parse the dev set differently (a "
+        "parser trained with the transformer?). `--by-mask` pairs the seeds "
+        "on the same documents, so it needs a frozen parser; compare the "
+        "seeds apart with `--seeds`."
+    )

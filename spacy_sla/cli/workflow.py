@@ -19,7 +19,7 @@ from ..research.curves import (
     plot_curves,
     read_records,
 )
-from ..research.dev_predictions import bootstrap_comparison, bootstrap_table
+from ..research.dev_predictions import bootstrap_comparison, bootstrap_table, strata_table
 from ..research.experiments import (
     compare,
     evaluate_runs,
@@ -186,20 +186,27 @@ def bootstrap_cli(
     resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents"),
     output: Optional[Path] = Opt(None, "--output", "-o", help="Also write the comparison as JSON"),
     gpu_id: int = Opt(-1, "--gpu-id"),
+    by_mask: bool = Opt(False, "--by-mask", help="Also compare on the dev documents the variant's mask restricts and on those where it hides nothing"),
 ):
     """Whether a difference between variants outlasts the choice of dev
     documents: for each variant − reference, the per-seed differences of
     the last models' dev scores with their t-interval over seeds (as
     `compare`), and a paired bootstrap over the dev documents (the same
-    draw for every model) of their mean. The models' per-document counts
-    are kept in each run directory (dev-counts.json)."""
+    draw for every model) of their mean. The models' evaluations are kept
+    in each run directory (dev-evaluation.json). With --by-mask, the same
+    on the dev documents whose local mask hides some pairs and on those
+    where it hides nothing (there the local branch is global attention in
+    prediction), and the first difference minus the second."""
     _task(task)
     try:
         comparison = bootstrap_comparison(task, corpus_dir, training_dir, _split(variants), reference,
-                                          [int(seed) for seed in _split(seeds)], resamples, gpu_id)
+                                          [int(seed) for seed in _split(seeds)], resamples, gpu_id, by_mask)
     except ValueError as error:
         msg.fail(str(error), exits=1)
-    _print_and_keep(bootstrap_table(comparison), comparison, output)
+    tables = bootstrap_table(comparison)
+    if by_mask:
+        tables += "\n\nBy what the variant's local mask hides:\n\n" + strata_table(comparison)
+    _print_and_keep(tables, comparison, output)
 
 
 @sla_cli.command("curves")

@@ -243,6 +243,13 @@ def full_set_value(statistic: Statistic) -> Optional[float]:
     return None if numpy.isnan(value) else value
 
 
+def restrict_statistic(statistic: Statistic, selected: numpy.ndarray) -> Statistic:
+    """The statistic over the selected documents alone (a boolean per document)."""
+    if isinstance(statistic, CountStatistic):
+        return CountStatistic(statistic.formula, statistic.counts[selected], dict(statistic.params))
+    return AucStatistic(statistic.scores[selected], statistic.golds[selected], statistic.label)
+
+
 def matches(statistic: Statistic, reported: Any, tolerance: float = 1e-9) -> bool:
     """Whether the statistic gives the score the scorer reported on the full set."""
     value = full_set_value(statistic)
