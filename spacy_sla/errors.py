@@ -240,3 +240,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "on the same documents, so it needs a frozen parser; compare the "
         "seeds apart with `--seeds`."
     )
+    E042 = (
+        "`--by-mask` cannot score a part of the dev set on {scores}: these "
+        "scores were recomputed on draws of the whole dev set, not kept per "
+        "document. Leave --by-mask out, or weight scores with per-document "
+        "statistics (those of spaCy's tagger, morphologizer, lemmatizer, "
+        "ner, spancat, textcat, parser and senter scorers, and spacy-sla's) "
+        "in [training.score_weights]."
+    )

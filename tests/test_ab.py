@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from spacy_sla.research.ab import parse_sizes, read_docbin_corpus
 from spacy_sla.research.ab_report import bootstrap_interval, main_score, seeds_needed
+from spacy_sla.research.mask_strata import GAP, RESTRICTED, STRATA_FILE, UNRESTRICTED
 from spacy_sla.research.score_statistics import full_set_value, statistic_from_json
 
 from util import annotated_docs
@@ -150,6 +151,34 @@ def test_a_second_call_keeps_every_run(comparison, tiny_bert):
     assert result.exit_code == 0, result.output
     assert result.output.count("kept (finished before)") == 4
     assert (root / "out" / "vanilla" / "seed0" / "dev-evaluation.json").stat().st_mtime_ns == before
+
+
+@pytest.mark.slow
+def test_by_mask_scores_each_part_as_spacy_evaluates_it(comparison, tiny_bert):
+    root, train, dev = comparison
+    result = ab(root / "configs", root / "out", train, dev, tiny_bert, "--by-mask")
+    assert result.exit_code == 0, result.output
+    assert "Main score by what each variant's local mask hides" in result.output
+    (section,) = json.loads((root / "out" / "report.json").read_text(encoding="utf8"))["sections"]
+    rows = {row["stratum"]: row for row in section["by_mask"]["rows"]}
+    assert set(rows) == {RESTRICTED, UNRESTRICTED, GAP} and section["by_mask"]["skipped"] == {}
+    restricted = json.loads((root / "out" / "sla" / "seed0" / STRATA_FILE).read_text(encoding="utf8"))["restricted"]
+    assert len(restricted) == 12 and rows[RESTRICTED]["documents"] == sum(restricted)
+    assert rows[UNRESTRICTED]["documents"] == 12 - sum(restricted)
+    # each part's per-seed main score is what spaCy's evaluation gives on a dev file of that part alone
+    dev_docs = read_docbin_corpus(dev)
+    for stratum, wanted in ((RESTRICTED, True), (UNRESTRICTED, False)):
+        part = [doc for doc, flag in zip(dev_docs, restricted) if flag == wanted]
+        if not part:
+            assert rows[stratum]["seeds"] == [] and rows[stratum]["over_seeds"]["mean"] is None
+            continue
+        part_path = write_corpus(root / f"dev-{stratum}.spacy", part)
+        for variant in ("vanilla", "sla"):
+            for seed in (0, 1):
+                nlp = spacy.load(root / "out" / variant / f"seed{seed}" / "model-last")
+                scores = nlp.evaluate(list(spacy.training.Corpus(str(part_path))(nlp)))
+                assert rows[stratum]["scores"][variant][str(seed)] == pytest.approx(
+                    main_score(scores, section["weights"]), abs=1e-9)
 
 
 @needs_parser

@@ -7,14 +7,16 @@ import numpy
 import pytest
 from spacy.tokens import DocBin
 
-from spacy_sla.research.dev_predictions import _rows_by_mask, strata_table
+from spacy_sla.research.dev_predictions import strata_table
 from spacy_sla.research.mask_strata import (
+    GAP,
     RESTRICTED,
     STRATA_FILE,
     UNRESTRICTED,
     kept_strata,
     restrict_evaluation,
     restricted_documents,
+    rows_by_mask,
 )
 from spacy_sla.research.score_statistics import CountStatistic
 
@@ -56,22 +58,22 @@ def test_each_part_pairs_the_seeds_on_the_same_documents():
         ("vanilla", 1): accuracy_evaluation([True, True, True, True, False, False]),
     }
     strata = [True, True, True, False, False, False]
-    rows = _rows_by_mask("sla", "vanilla", [0, 1], evaluations, "cats_accuracy", 300, lambda seed: strata)
+    rows = rows_by_mask("sla", "vanilla", [0, 1], evaluations, "cats_accuracy", 300, lambda seed: strata)
     by_stratum = {row["stratum"]: row for row in rows}
     restricted, unrestricted = by_stratum[RESTRICTED], by_stratum[UNRESTRICTED]
     assert restricted["documents"] == 3 and unrestricted["documents"] == 3
     assert restricted["over_seeds"]["differences"] == pytest.approx([1 / 3, -2 / 3])
     assert unrestricted["over_seeds"]["differences"] == pytest.approx([0, 2 / 3])
-    gap = by_stratum[f"{RESTRICTED} - {UNRESTRICTED}"]
+    gap = by_stratum[GAP]
     assert gap["documents"] == 6 and gap["over_seeds"]["differences"] == pytest.approx([1 / 3, -4 / 3])
     for row in rows:
         interval = row["over_documents"]
         assert interval["low"] <= row["over_seeds"]["mean"] <= interval["high"]
-    assert "the mask hides nothing | 3 | 2 | +0.00, +66.67 |" in strata_table({"by_mask": rows})
+    assert "the mask hides nothing | 3 | 2 | +0.00, +66.67 |" in strata_table(rows)
 
     different = {0: strata, 1: [True, True, False, False, False, False]}
     with pytest.raises(ValueError, match=r"\[E041\].*seeds 0, 1 of sla"):
-        _rows_by_mask("sla", "vanilla", [0, 1], evaluations, "cats_accuracy", 10, different.__getitem__)
+        rows_by_mask("sla", "vanilla", [0, 1], evaluations, "cats_accuracy", 10, different.__getitem__)
 
 
 def test_the_strata_come_from_the_models_own_parse_and_mask(tiny_bert, tmp_path):

@@ -83,6 +83,7 @@ def ab_cli(
     ray_cpus_per_run: float = Opt(1.0, "--ray-cpus-per-run"),
     ray_gpus_per_run: float = Opt(0.0, "--ray-gpus-per-run"),
     no_figure: bool = Opt(False, "--no-figure", help="Write report.md and report.json only"),
+    by_mask: bool = Opt(False, "--by-mask", help="Also compare the main score where each variant's mask restricts and where it hides nothing"),
 ):
     """Train vanilla and each variant with every seed (`spacy train`), score
     the last models on the dev set, and write a report: per score, the
@@ -126,7 +127,7 @@ def ab_cli(
         msg.fail(f"{len(failed)} of {len(results)} runs failed (see above); run the same command again to retry them. "
                  "No report was written.", exits=1)
     try:
-        paths = write_report(plan, runs, figure=not no_figure)
+        paths = write_report(plan, runs, figure=not no_figure, by_mask=by_mask)
     except (ValueError, OSError) as error:
         msg.fail(str(error), exits=1)
     print(paths["md"].read_text(encoding="utf8"))

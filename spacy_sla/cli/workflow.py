@@ -205,7 +205,7 @@ def bootstrap_cli(
         msg.fail(str(error), exits=1)
     tables = bootstrap_table(comparison)
     if by_mask:
-        tables += "\n\nBy what the variant's local mask hides:\n\n" + strata_table(comparison)
+        tables += "\n\nBy what the variant's local mask hides:\n\n" + strata_table(comparison["by_mask"])
     _print_and_keep(tables, comparison, output)
 
 

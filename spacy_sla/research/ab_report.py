@@ -7,7 +7,10 @@ the paired difference to the reference with its 95% t-interval over seeds;
 a paired bootstrap over the dev documents (one draw shared by every seed and
 variant) of the mean difference; a verdict with Holm's adjustment; and how
 many seeds would make a difference of the observed size show. Beside them
-the cost measured in the same runs and the dev curves.
+the cost measured in the same runs and the dev curves; with by_mask, the
+main score's difference on the dev documents each variant's mask restricts
+and on those where it hides nothing (mask_strata.py; not adjusted, a
+question about where a difference is made, not a second verdict).
 """
 import json
 import math
@@ -20,7 +23,9 @@ from spacy.util import load_config
 from ..errors import Errors
 from ..files import write_atomically
 from .ab import AbPlan, AbRun, finished_settings, size_label, training_curve
+from .dev_predictions import strata_table
 from .intervals import ALPHA, BETTER, NOT_SHOWN, TOO_FEW, WORSE, holm_adjusted, paired_difference, t_quantile_975
+from .mask_strata import kept_strata, rows_by_mask
 from .pipeline_configs import REFERENCE
 from .resampling import DrawValues, bootstrap_interval
 
@@ -78,7 +83,7 @@ def _mean_sd(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]
     return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun]) -> Dict[str, Any]:
+def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun], by_mask: bool = False) -> Dict[str, Any]:
     """The comparison at one training size, from the runs' evaluations."""
     evaluations = {(run.variant, run.seed): _read_json(run.run_dir / "dev-evaluation.json") for run in runs}
     settings = {(run.variant, run.seed): finished_settings(run) or {} for run in runs}
@@ -145,13 +150,41 @@ def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun]) -> Di
         curves[variant] = {step: statistics.mean(values) for step, values in sorted(by_step.items())
                            if len(values) == len(seeds)}
     first = runs[0]
-    return {
+    section: Dict[str, Any] = {
         "size": size_label(size), "train": str(first.train_path), "dev": str(first.dev_path),
         "dev_documents": draws.n_documents, "seeds": seeds, "weights": weights, "rows": rows, "cost": cost,
         "curves": curves, "setup": _describe_config(reference_runs[0]),
         "methods": {key: sorted({evaluation["statistics"][key]["method"] for evaluation in evaluations.values()
                                  if key in evaluation["statistics"]}) for key in keys},
     }
+    if by_mask:
+        section["by_mask"] = _main_score_by_mask(plan, runs, evaluations, weights, seeds)
+    return section
+
+
+def _main_score_by_mask(plan: AbPlan, runs: Sequence[AbRun], evaluations: Dict[Any, Dict[str, Any]],
+                        weights: Dict[str, float], seeds: List[int]) -> Dict[str, Any]:
+    """rows_by_mask of the main score for every variant with a local mask;
+    the others are named with the reason."""
+    by_run = {(run.variant, run.seed): run for run in runs}
+    rows: List[Dict[str, Any]] = []
+    skipped: Dict[str, str] = {}
+    for variant in plan.arms:
+        if variant == REFERENCE:
+            continue
+
+        def strata_of(seed: int, variant: str = variant) -> List[bool]:
+            run = by_run[(variant, seed)]
+            return kept_strata(run.model_dir, run.dev_path, run.run_dir)
+
+        try:
+            rows += rows_by_mask(variant, REFERENCE, seeds, evaluations, MAIN, plan.resamples, strata_of,
+                                 plan.random_seed, weights)
+        except ValueError as error:
+            if "[E040]" not in str(error):
+                raise
+            skipped[variant] = str(error)
+    return {"rows": rows, "skipped": skipped}
 
 
 def adjust(sections: Sequence[Dict[str, Any]]) -> None:
@@ -178,10 +211,10 @@ def adjust(sections: Sequence[Dict[str, Any]]) -> None:
                 else NOT_SHOWN
 
 
-def build_report(plan: AbPlan, runs: Sequence[AbRun]) -> Dict[str, Any]:
+def build_report(plan: AbPlan, runs: Sequence[AbRun], by_mask: bool = False) -> Dict[str, Any]:
     sections = []
     for size in plan.sizes:
-        sections.append(size_section(plan, size, [run for run in runs if run.size == size]))
+        sections.append(size_section(plan, size, [run for run in runs if run.size == size], by_mask))
     adjust(sections)
     return {"plan": plan.to_json(), "sections": sections}
 
@@ -307,6 +340,15 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
             "",
             curve_table(section),
         ]
+        if "by_mask" in section:
+            parts += [
+                "",
+                "Main score by what each variant's local mask hides (where a difference is made; the local branch is "
+                "global attention where the mask hides nothing; not adjusted):",
+                "",
+                strata_table(section["by_mask"]["rows"]) if section["by_mask"]["rows"] else "(no variant has a local mask)",
+            ]
+            parts += [f"- {variant}: left out, {reason}" for variant, reason in section["by_mask"]["skipped"].items()]
         methods = {key: "/".join(method) for key, method in section["methods"].items()}
         parts += ["", "Bootstrap statistic per score: " + ", ".join(f"{key}: {method}" for key, method in methods.items())]
     return "\n".join(parts) + "\n"
@@ -372,10 +414,10 @@ def plot_report(report: Dict[str, Any], path: Path) -> None:
     plt.close(figure)
 
 
-def write_report(plan: AbPlan, runs: Sequence[AbRun], figure: bool = True) -> Dict[str, Path]:
+def write_report(plan: AbPlan, runs: Sequence[AbRun], figure: bool = True, by_mask: bool = False) -> Dict[str, Path]:
     """report.json, report.md (and report.png), written only once all of
     them could be made."""
-    report = build_report(plan, runs)
+    report = build_report(plan, runs, by_mask)
     paths = {"json": plan.output_dir / "report.json", "md": plan.output_dir / "report.md"}
     if figure:
         try:

@@ -8,15 +8,13 @@ the dev set) is kept in the run directory (dev-evaluation.json), so a second
 comparison does not run the models again.
 """
 from pathlib import Path
-from typing import Any, Dict, Hashable, List, Optional, Sequence
-
-import numpy
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import Errors
 from .ab import EVALUATION, evaluate_saved_model
 from .experiments import RUN_SETTINGS, finished_runs
 from .intervals import paired_difference
-from .mask_strata import RESTRICTED, STRATUM_LABELS, UNRESTRICTED, kept_strata, restrict_evaluation
+from .mask_strata import STRATUM_LABELS, kept_strata, rows_by_mask
 from .resampling import DrawValues, bootstrap_interval
 from .tasks import TASKS
 
@@ -91,8 +89,8 @@ def bootstrap_comparison(
     if by_mask:
         comparison["by_mask"] = [
             row for variant in variants
-            for row in _rows_by_mask(variant, reference, chosen_seeds[variant], evaluations, metric, resamples,
-                                     lambda seed, name=variant: _strata(training_dir, corpus_dir, name, seed))
+            for row in rows_by_mask(variant, reference, chosen_seeds[variant], evaluations, metric, resamples,
+                                    lambda seed, name=variant: _strata(training_dir, corpus_dir, name, seed), DRAW_SEED)
         ]
     return comparison
 
@@ -100,62 +98,6 @@ def bootstrap_comparison(
 def _strata(training_dir: Path, corpus_dir: Path, variant: str, seed: int) -> List[bool]:
     run_dir = _finished_run(training_dir, variant, seed)
     return kept_strata(_model_dir(run_dir), corpus_dir / "dev.spacy", run_dir)
-
-
-def _rows_by_mask(
-    variant: str,
-    reference: str,
-    seeds: Sequence[int],
-    evaluations: Dict[Hashable, Dict[str, Any]],
-    metric: str,
-    resamples: int,
-    strata_of: Any,
-) -> List[Dict[str, Any]]:
-    """variant − reference on the documents the variant's mask restricts, on
-    those where it hides nothing (each a bootstrap of its own documents), and
-    the first difference minus the second (independent draws of the two
-    strata). The mask comes from the variant's pipelines; every seed must
-    give the same strata (a frozen parser), so that the seeds are paired on
-    the same documents."""
-    if not seeds:
-        return []
-    per_seed = {seed: numpy.asarray(strata_of(seed), dtype=bool) for seed in seeds}
-    restricted = per_seed[seeds[0]]
-    differing = [seed for seed in seeds if not numpy.array_equal(per_seed[seed], restricted)]
-    if differing:
-        raise ValueError(Errors.E041.format(variant=variant, seeds=", ".join(map(str, [seeds[0], *differing]))))
-    rows, draws, differences = [], {}, {}
-    for offset, (stratum, selected) in enumerate(((RESTRICTED, restricted), (UNRESTRICTED, ~restricted))):
-        parts = {(name, seed): restrict_evaluation(evaluations[(name, seed)], selected)
-                 for name in (reference, variant) for seed in seeds}
-        scores = {name: {seed: parts[(name, seed)]["scores"].get(metric) for seed in seeds}
-                  for name in (reference, variant)}
-        defined = [seed for seed in seeds if scores[variant][seed] is not None and scores[reference][seed] is not None]
-        over_seeds = paired_difference({seed: scores[variant][seed] for seed in defined},
-                                       {seed: scores[reference][seed] for seed in defined})
-        stratum_draws = None
-        if defined:
-            stratum_draws = DrawValues({key: parts[key] for key in parts if key[1] in defined}, resamples,
-                                       DRAW_SEED + offset, keys=[metric]).difference(variant, reference, defined, metric)
-        draws[stratum] = stratum_draws
-        differences[stratum] = dict(zip(defined, over_seeds["differences"]))
-        rows.append({
-            "variant": variant, "reference": reference, "stratum": stratum, "documents": int(selected.sum()),
-            "seeds": defined, "scores": scores, "over_seeds": over_seeds,
-            "over_documents": bootstrap_interval(stratum_draws, over_seeds["mean"], resamples),
-        })
-    both = sorted(set(differences[RESTRICTED]) & set(differences[UNRESTRICTED]))
-    over_seeds = paired_difference({seed: differences[RESTRICTED][seed] - differences[UNRESTRICTED][seed] for seed in both},
-                                   dict.fromkeys(both, 0.0))
-    gap = None
-    if set(both) == set(differences[RESTRICTED]) == set(differences[UNRESTRICTED]):
-        gap = draws[RESTRICTED] - draws[UNRESTRICTED]
-    rows.append({
-        "variant": variant, "reference": reference, "stratum": f"{RESTRICTED} - {UNRESTRICTED}",
-        "documents": len(restricted), "seeds": both, "scores": {}, "over_seeds": over_seeds,
-        "over_documents": bootstrap_interval(gap, over_seeds["mean"], resamples),
-    })
-    return rows
 
 
 def _signed(value: Optional[float]) -> str:
@@ -186,14 +128,15 @@ def bootstrap_table(comparison: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def strata_table(comparison: Dict[str, Any]) -> str:
-    """The rows of `--by-mask` as a markdown table, differences ×100."""
+def strata_table(rows: Sequence[Dict[str, Any]]) -> str:
+    """The rows of `--by-mask` (mask_strata.rows_by_mask) as a markdown
+    table, differences ×100."""
     lines = [
         "| comparison | dev documents | seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t-interval | verdict "
         "| over documents: 95% bootstrap interval | p | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in comparison.get("by_mask", []):
+    for row in rows:
         seeds, documents = row["over_seeds"], row["over_documents"]
         if row["stratum"] in STRATUM_LABELS:
             what = f"{row['variant']} − {row['reference']}, {STRATUM_LABELS[row['stratum']]}"

@@ -15,7 +15,7 @@ keyed like its evaluation by the model and dev files.
 """
 import json
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence
 
 import numpy
 from spacy import util
@@ -25,11 +25,14 @@ from ..errors import Errors
 from ..files import write_atomically
 from ..inspection import InspectionError, select_sla_model
 from .ab import file_fingerprint
+from .intervals import paired_difference
+from .resampling import DrawValues, bootstrap_interval
 from .score_statistics import full_set_value, restrict_statistic, statistic_from_json
 
 STRATA_FILE = "dev-mask-strata.json"
 STRATA_VERSION = 1
 RESTRICTED, UNRESTRICTED = "restricted", "unrestricted"
+GAP = f"{RESTRICTED} - {UNRESTRICTED}"
 STRATUM_LABELS = {RESTRICTED: "the mask hides some pairs", UNRESTRICTED: "the mask hides nothing"}
 
 
@@ -82,3 +85,81 @@ def restrict_evaluation(evaluation: Dict[str, Any], selected: numpy.ndarray) -> 
         statistics[key] = {**entry, "statistic": statistic.to_json()}
         scores[key] = full_set_value(statistic) if numpy.any(selected) else None
     return {"documents": int(numpy.sum(selected)), "statistics": statistics, "scores": scores}
+
+
+def _part_score(part: Dict[str, Any], key: str, weights: Optional[Dict[str, float]]) -> Optional[float]:
+    """A part's score: the key's, or with weights spaCy's weighted sum of the
+    scores that are not None (a part without documents has none)."""
+    if not part["documents"]:
+        return None
+    if weights is None:
+        return part["scores"].get(key)
+    return sum(weight * part["scores"][name] for name, weight in weights.items() if part["scores"][name] is not None)
+
+
+def rows_by_mask(
+    variant: str,
+    reference: str,
+    seeds: Sequence[int],
+    evaluations: Dict[Hashable, Dict[str, Any]],
+    key: str,
+    resamples: int,
+    strata_of: Callable[[int], Sequence[bool]],
+    random_seed: int = 0,
+    weights: Optional[Dict[str, float]] = None,
+) -> List[Dict[str, Any]]:
+    """variant − reference (evaluations keyed by (name, seed)) of the score
+    `key`, or with weights of their weighted sum, on the documents the
+    variant's mask restricts and on those where it hides nothing (each with
+    its t-interval over seeds and a bootstrap of its own documents), and the
+    first difference minus the second (the two parts drawn independently).
+    strata_of(seed): restricted_documents of the variant's model of that
+    seed; every seed must give the same parts (a frozen parser), so that the
+    seeds are paired on the same documents."""
+    if not seeds:
+        return []
+    per_seed = {seed: numpy.asarray(strata_of(seed), dtype=bool) for seed in seeds}
+    restricted = per_seed[seeds[0]]
+    differing = [seed for seed in seeds if not numpy.array_equal(per_seed[seed], restricted)]
+    if differing:
+        raise ValueError(Errors.E041.format(variant=variant, seeds=", ".join(map(str, [seeds[0], *differing]))))
+    needed = list(weights) if weights is not None else [key]
+    rows: List[Dict[str, Any]] = []
+    draws: Dict[str, Optional[numpy.ndarray]] = {}
+    differences: Dict[str, Dict[int, float]] = {}
+    for offset, (stratum, selected) in enumerate(((RESTRICTED, restricted), (UNRESTRICTED, ~restricted))):
+        parts = {(name, seed): restrict_evaluation(evaluations[(name, seed)], selected)
+                 for name in (reference, variant) for seed in seeds}
+        lacking = sorted({name for part in parts.values() for name in needed if name not in part["scores"]})
+        if lacking:
+            raise ValueError(Errors.E042.format(scores=", ".join(lacking)))
+        scores = {name: {seed: _part_score(parts[(name, seed)], key, weights) for seed in seeds}
+                  for name in (reference, variant)}
+        defined = [seed for seed in seeds if scores[variant][seed] is not None and scores[reference][seed] is not None]
+        over_seeds = paired_difference({seed: scores[variant][seed] for seed in defined},
+                                       {seed: scores[reference][seed] for seed in defined})
+        stratum_draws = None
+        if defined:
+            drawn = DrawValues({model: part for model, part in parts.items() if model[1] in defined}, resamples,
+                               random_seed + offset, keys=needed)
+            stratum_draws = drawn.difference(variant, reference, defined, key, weights)
+        draws[stratum] = stratum_draws
+        differences[stratum] = dict(zip(defined, over_seeds["differences"]))
+        rows.append({
+            "variant": variant, "reference": reference, "stratum": stratum, "documents": int(selected.sum()),
+            "seeds": defined, "scores": scores, "over_seeds": over_seeds,
+            "over_documents": bootstrap_interval(stratum_draws, over_seeds["mean"], resamples),
+        })
+    both = sorted(set(differences[RESTRICTED]) & set(differences[UNRESTRICTED]))
+    over_seeds = paired_difference(
+        {seed: differences[RESTRICTED][seed] - differences[UNRESTRICTED][seed] for seed in both},
+        dict.fromkeys(both, 0.0))
+    gap = None
+    if set(both) == set(differences[RESTRICTED]) == set(differences[UNRESTRICTED]) and both:
+        gap = draws[RESTRICTED] - draws[UNRESTRICTED]
+    rows.append({
+        "variant": variant, "reference": reference, "stratum": GAP, "documents": len(restricted), "seeds": both,
+        "scores": {}, "over_seeds": over_seeds,
+        "over_documents": bootstrap_interval(gap, over_seeds["mean"], resamples),
+    })
+    return rows
