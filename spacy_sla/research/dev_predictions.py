@@ -110,42 +110,35 @@ def _interval(result: Dict[str, Any]) -> str:
     return f"[{_signed(result['low'])}, {_signed(result['high'])}]"
 
 
+def _difference_cells(row: Dict[str, Any]) -> str:
+    """A row's seeds, per-seed differences, mean, both intervals, p and verdicts as table cells."""
+    seeds, documents = row["over_seeds"], row["over_documents"]
+    per_seed = ", ".join(_signed(value) for value in seeds["differences"])
+    p_value = "n/a" if documents["p_value"] is None else f"{documents['p_value']:.3f}"
+    return (f"{len(row['seeds'])} | {per_seed} | {_signed(seeds['mean'])} | {_interval(seeds)} | {seeds['verdict']} "
+            f"| {_interval(documents)} | {p_value} | {documents['verdict']} |")
+
+
+_DIFFERENCE_HEADER = ("seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t-interval | verdict "
+                      "| over documents: 95% bootstrap interval | p | verdict |")
+
+
 def bootstrap_table(comparison: Dict[str, Any]) -> str:
     """The comparison as a markdown table, differences ×100."""
-    lines = [
-        "| comparison | seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t-interval | verdict "
-        "| over documents: 95% bootstrap interval | p | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    lines = ["| comparison | " + _DIFFERENCE_HEADER, "|---" * 9 + "|"]
     for row in comparison["rows"]:
-        seeds, documents = row["over_seeds"], row["over_documents"]
-        per_seed = ", ".join(_signed(value) for value in seeds["differences"])
-        p_value = "n/a" if documents["p_value"] is None else f"{documents['p_value']:.3f}"
-        lines.append(
-            f"| {row['variant']} − {row['reference']} | {len(row['seeds'])} | {per_seed} | {_signed(seeds['mean'])} "
-            f"| {_interval(seeds)} | {seeds['verdict']} | {_interval(documents)} | {p_value} | {documents['verdict']} |"
-        )
+        lines.append(f"| {row['variant']} − {row['reference']} | " + _difference_cells(row))
     return "\n".join(lines)
 
 
 def strata_table(rows: Sequence[Dict[str, Any]]) -> str:
     """The rows of `--by-mask` (mask_strata.rows_by_mask) as a markdown
     table, differences ×100."""
-    lines = [
-        "| comparison | dev documents | seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t-interval | verdict "
-        "| over documents: 95% bootstrap interval | p | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    lines = ["| comparison | dev documents | " + _DIFFERENCE_HEADER, "|---" * 10 + "|"]
     for row in rows:
-        seeds, documents = row["over_seeds"], row["over_documents"]
         if row["stratum"] in STRATUM_LABELS:
             what = f"{row['variant']} − {row['reference']}, {STRATUM_LABELS[row['stratum']]}"
         else:
             what = f"({row['variant']} − {row['reference']}): restricted − unrestricted"
-        per_seed = ", ".join(_signed(value) for value in seeds["differences"])
-        p_value = "n/a" if documents["p_value"] is None else f"{documents['p_value']:.3f}"
-        lines.append(
-            f"| {what} | {row['documents']} | {len(row['seeds'])} | {per_seed} | {_signed(seeds['mean'])} "
-            f"| {_interval(seeds)} | {seeds['verdict']} | {_interval(documents)} | {p_value} | {documents['verdict']} |"
-        )
+        lines.append(f"| {what} | {row['documents']} | " + _difference_cells(row))
     return "\n".join(lines)
