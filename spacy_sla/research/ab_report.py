@@ -25,7 +25,7 @@ from ..files import write_atomically
 from .ab import AbPlan, AbRun, finished_settings, size_label, training_curve
 from .dev_predictions import strata_table
 from .intervals import ALPHA, BETTER, NOT_SHOWN, TOO_FEW, WORSE, holm_adjusted, paired_difference, t_quantile_975
-from .mask_strata import kept_strata, rows_by_mask
+from .mask_strata import NoLocalMaskError, kept_strata, rows_by_mask
 from .pipeline_configs import REFERENCE
 from .resampling import DrawValues, bootstrap_interval
 
@@ -180,9 +180,7 @@ def _main_score_by_mask(plan: AbPlan, runs: Sequence[AbRun], evaluations: Dict[A
         try:
             rows += rows_by_mask(variant, REFERENCE, seeds, evaluations, MAIN, plan.resamples, strata_of,
                                  plan.random_seed, weights)
-        except ValueError as error:
-            if "[E040]" not in str(error):
-                raise
+        except NoLocalMaskError as error:
             skipped[variant] = str(error)
     return {"rows": rows, "skipped": skipped}
 

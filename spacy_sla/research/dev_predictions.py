@@ -110,6 +110,10 @@ def _interval(result: Dict[str, Any]) -> str:
     return f"[{_signed(result['low'])}, {_signed(result['high'])}]"
 
 
+_DIFFERENCE_HEADER = ("seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t-interval | verdict "
+                      "| over documents: 95% bootstrap interval | p | verdict |")
+
+
 def _difference_cells(row: Dict[str, Any]) -> str:
     """A row's seeds, per-seed differences, mean, both intervals, p and verdicts as table cells."""
     seeds, documents = row["over_seeds"], row["over_documents"]
@@ -117,10 +121,6 @@ def _difference_cells(row: Dict[str, Any]) -> str:
     p_value = "n/a" if documents["p_value"] is None else f"{documents['p_value']:.3f}"
     return (f"{len(row['seeds'])} | {per_seed} | {_signed(seeds['mean'])} | {_interval(seeds)} | {seeds['verdict']} "
             f"| {_interval(documents)} | {p_value} | {documents['verdict']} |")
-
-
-_DIFFERENCE_HEADER = ("seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t-interval | verdict "
-                      "| over documents: 95% bootstrap interval | p | verdict |")
 
 
 def bootstrap_table(comparison: Dict[str, Any]) -> str:

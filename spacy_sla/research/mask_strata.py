@@ -36,6 +36,10 @@ GAP = f"{RESTRICTED} - {UNRESTRICTED}"
 STRATUM_LABELS = {RESTRICTED: "the mask hides some pairs", UNRESTRICTED: "the mask hides nothing"}
 
 
+class NoLocalMaskError(ValueError):
+    """E040: the model has no local mask to split the dev set by."""
+
+
 def restricted_documents(model_dir: Path, dev_path: Path, batch_size: int = 32) -> List[bool]:
     """Per dev document, in the Corpus reader's order, whether the model's
     local mask hides a wordpiece pair in any of its spans."""
@@ -45,12 +49,18 @@ def restricted_documents(model_dir: Path, dev_path: Path, batch_size: int = 32) 
         if location.model.settings.mask is None:
             raise InspectionError("its SLA model has no local mask (mask = null: an SG-Net or LISA variant)")
     except InspectionError as error:
-        raise ValueError(Errors.E040.format(model=model_dir, reason=error)) from error
+        raise NoLocalMaskError(Errors.E040.format(model=model_dir, reason=error)) from error
     docs = [example.predicted for example in Corpus(dev_path)(nlp)]
     before = nlp.pipe_names[: nlp.pipe_names.index(location.component)]
     with nlp.select_pipes(enable=before):
         docs = list(nlp.pipe(docs, batch_size=batch_size))
-    return [any(not mask.all() for mask in location.model.local_masks([doc])) for doc in docs]
+    restricted: List[bool] = []
+    for start in range(0, len(docs), batch_size):
+        batch = docs[start:start + batch_size]
+        masks = iter(location.model.local_masks(batch))  # every span of the batch, Doc after Doc
+        for doc_spans in location.model.settings.get_spans(batch):
+            restricted.append(any([not next(masks).all() for _ in doc_spans]))  # a list: every mask consumed
+    return restricted
 
 
 def kept_strata(model_dir: Path, dev_path: Path, run_dir: Path) -> List[bool]:
@@ -76,12 +86,13 @@ def restrict_evaluation(evaluation: Dict[str, Any], selected: numpy.ndarray) -> 
     e.g. F-scores with nothing predicted or gold)."""
     if len(selected) != evaluation["documents"]:
         raise ValueError(f"{len(selected)} strata for {evaluation['documents']} documents")
+    selected = numpy.asarray(selected, dtype=bool)
     statistics: Dict[str, Any] = {}
     scores: Dict[str, Any] = {}
     for key, entry in evaluation["statistics"].items():
         if entry["method"] == "recomputed":
             continue
-        statistic = restrict_statistic(statistic_from_json(entry["statistic"]), numpy.asarray(selected, dtype=bool))
+        statistic = restrict_statistic(statistic_from_json(entry["statistic"]), selected)
         statistics[key] = {**entry, "statistic": statistic.to_json()}
         scores[key] = full_set_value(statistic) if numpy.any(selected) else None
     return {"documents": int(numpy.sum(selected)), "statistics": statistics, "scores": scores}
