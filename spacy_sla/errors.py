@@ -248,3 +248,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "ner, spancat, textcat, parser and senter scorers, and spacy-sla's) "
         "in [training.score_weights]."
     )
+    E043 = (
+        "Cannot use the size setting {size}: {reason}. `--size-override` "
+        "takes SIZE:KEY=VALUE[,KEY=VALUE], e.g. "
+        "2000:training.max_steps=800, for a size among {sizes}; repeat it "
+        "for other sizes."
+    )

@@ -263,3 +263,68 @@ def test_a_sample_drawn_with_another_seed_is_another_run(tmp_path):
     whole = AbRun("vanilla", 0, None, config, tmp_path, tmp_path / "train.spacy", tmp_path / "dev.spacy")
     assert "sample_seed" not in whole.settings()
     assert run.run_dir == tmp_path / "vanilla" / "seed0"  # sizes_compared decides the size-N/ level
+
+
+def write_budget_configs(config_dir: Path) -> Path:
+    config_dir.mkdir(parents=True, exist_ok=True)
+    for variant in ("vanilla", "sla"):
+        (config_dir / f"{variant}.cfg").write_text(
+            "[paths]\ntrain = null\ndev = null\n\n[system]\nseed = 0\n\n"
+            "[training]\nmax_steps = 2\n\n[training.optimizer]\n\n[training.optimizer.learn_rate]\ntotal_steps = 2\n",
+            encoding="utf8")
+    return config_dir
+
+
+def test_a_size_override_changes_the_runs_of_its_size_only(tmp_path):
+    """A longer budget for the larger sample: the runs of the other sizes
+    keep the settings they had without it, so finished ones are kept."""
+    from spacy_sla.research.ab import AbPlan, parse_size_overrides, run_config
+
+    configs = write_budget_configs(tmp_path / "configs")
+    common = {"training.max_steps": 400, "training.optimizer.learn_rate.total_steps": 400}
+    arguments = (configs, tmp_path / "out", tmp_path / "train.spacy", tmp_path / "dev.spacy", ["sla"], [0, 1],
+                 [500, 2000], 0, common)
+    longer = parse_size_overrides(["2000:training.max_steps=800,training.optimizer.learn_rate.total_steps=800"])
+    plan, before = AbPlan(*arguments, size_overrides=longer), AbPlan(*arguments)
+    plan.check()
+    runs = plan.runs()
+    assert len(runs) == 8
+    for run, same_run in zip(runs, before.runs()):
+        if run.size == 500:
+            assert run.settings() == same_run.settings()
+        else:
+            assert run.overrides == {"training.max_steps": 800, "training.optimizer.learn_rate.total_steps": 800}
+            assert run.settings() != same_run.settings()
+            training = run_config(run)["training"]
+            assert training["max_steps"] == 800 and training["optimizer"]["learn_rate"]["total_steps"] == 800
+    assert plan.to_json()["size_overrides"] == {"2000": {"training.max_steps": 800,
+                                                         "training.optimizer.learn_rate.total_steps": 800}}
+    assert before.to_json()["size_overrides"] == {}
+
+
+def test_size_overrides_are_read_as_spacy_reads_overrides_and_bad_ones_are_refused(tmp_path):
+    from spacy_sla.research.ab import AbPlan, parse_size_overrides
+
+    assert parse_size_overrides(["2000:training.max_steps=800", "500: paths.note=short , training.dropout=0.2"]) == {
+        2000: {"training.max_steps": 800}, 500: {"paths.note": "short", "training.dropout": 0.2}}
+    for bad in ("2000", "x:training.max_steps=1", "0:training.max_steps=1", "2000:training.max_steps",
+                "2000:=3", "2000:"):
+        with pytest.raises(ValueError, match=r"\[E043\]"):
+            parse_size_overrides([bad])
+    configs = write_budget_configs(tmp_path / "configs")
+    arguments = (configs, tmp_path / "out", tmp_path / "train.spacy", tmp_path / "dev.spacy", ["sla"], [0],
+                 [500, 2000])
+    with pytest.raises(ValueError, match=r"\[E043\].*1000"):
+        AbPlan(*arguments, size_overrides={1000: {"training.max_steps": 5}}).check()
+    with pytest.raises(ValueError, match="has the setting training.nosuch"):
+        AbPlan(*arguments, size_overrides={2000: {"training.nosuch": 5}}).check()
+    result = runner.invoke(app, ["sla", "ab", str(configs), str(tmp_path / "out"), "--paths.train",
+                                 str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy"),
+                                 "--train-sizes", "500", "--size-override", "500:training.max_steps", "--dry-run"])
+    assert result.exit_code == 1 and "[E043]" in result.output, result.output
+    result = runner.invoke(app, ["sla", "ab", str(configs), str(tmp_path / "out"), "--paths.train",
+                                 str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy"),
+                                 "--train-sizes", "500,2000", "--size-override", "2000:training.max_steps=9",
+                                 "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "out").exists()  # a dry run writes nothing

@@ -14,6 +14,7 @@ from ..research.ab import (
     dry_run_lines,
     execute_logged,
     lost_run,
+    parse_size_overrides,
     parse_sizes,
     prepare,
     progress_line,
@@ -73,6 +74,7 @@ def ab_cli(
     variants: str = Opt("", "--variants", help="Comma-separated (default: every config in CONFIG_DIR but vanilla)"),
     seeds: str = Opt("0,1,2", "--seeds", help="Comma-separated seeds, one run per variant each"),
     train_sizes: str = Opt("all", "--train-sizes", help="Comma-separated training sizes in documents, or all"),
+    size_override: List[str] = Opt([], "--size-override", help="SIZE:KEY=VALUE[,KEY=VALUE]: settings for one training size only, e.g. a longer budget for a larger sample; repeatable"),
     sample_seed: int = Opt(0, "--sample-seed", help="The seed of the training samples' draw"),
     best: bool = Opt(False, "--best", help="Score model-best (chosen on the dev set) instead of model-last"),
     resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents for the bootstrap"),
@@ -101,7 +103,7 @@ def ab_cli(
     try:
         plan = AbPlan(config_dir, output_dir, train_path, dev_path, chosen, [int(seed) for seed in _split(seeds)],
                       parse_sizes(_split(train_sizes)), sample_seed, overrides, gpu_id,
-                      "best" if best else "last", resamples)
+                      "best" if best else "last", resamples, size_overrides=parse_size_overrides(size_override))
         if dry_run:
             plan.check()
             for line in dry_run_lines(plan.runs()):

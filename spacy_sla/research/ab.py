@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy
+import srsly
 from spacy.tokens import Doc, DocBin
 from spacy.util import load_config
 from spacy.vocab import Vocab
@@ -84,6 +85,33 @@ def parse_sizes(values: Sequence[str]) -> List[Optional[int]]:
 
 def size_label(size: Optional[int]) -> str:
     return ALL if size is None else str(size)
+
+
+def _override_value(raw: str) -> Any:
+    """A value as spaCy's CLI reads one: JSON where it parses, else the string."""
+    try:
+        return srsly.json_loads(raw)
+    except ValueError:
+        return raw
+
+
+def parse_size_overrides(values: Sequence[str]) -> Dict[int, Dict[str, Any]]:
+    """--size-override 2000:training.max_steps=800 (repeatable; several
+    settings joined by commas) -> {2000: {"training.max_steps": 800}}.
+    Values are read as spaCy reads `--section.key value` overrides."""
+    overrides: Dict[int, Dict[str, Any]] = {}
+    for value in values:
+        size, _, settings = value.partition(":")
+        if not (size.strip().isdigit() and int(size) > 0 and settings.strip()):
+            raise ValueError(Errors.E043.format(size=value, sizes="the ones of --train-sizes",
+                                                reason="it is not SIZE:KEY=VALUE[,KEY=VALUE]"))
+        for setting in settings.split(","):
+            key, equals, raw = setting.strip().partition("=")
+            if not (equals and key.strip() and raw.strip()):
+                raise ValueError(Errors.E043.format(size=value, sizes="the ones of --train-sizes",
+                                                    reason=f"'{setting.strip()}' is not KEY=VALUE"))
+            overrides.setdefault(int(size), {})[key.strip()] = _override_value(raw.strip())
+    return overrides
 
 
 def draw_training_samples(train_path: Path, sizes: Sequence[Optional[int]], data_dir: Path, sample_seed: int
@@ -314,6 +342,9 @@ class AbPlan:
     model: str = "last"
     resamples: int = 10000
     random_seed: int = 0
+    # settings for one training size on top of `overrides`: a larger sample
+    # usually needs a longer budget to converge
+    size_overrides: Dict[int, Dict[str, Any]] = field(default_factory=dict)
 
     @property
     def arms(self) -> List[str]:
@@ -332,7 +363,12 @@ class AbPlan:
                 raise ValueError(Errors.E039.format(variant=variant, config_dir=self.config_dir,
                                                     path=self.config_path(variant)))
         configs = [load_config(self.config_path(variant), interpolate=False) for variant in self.arms]
-        for key in self.overrides:
+        for size, settings in self.size_overrides.items():
+            if size not in self.sizes:
+                raise ValueError(Errors.E043.format(size=size, sizes=", ".join(size_label(s) for s in self.sizes),
+                                                    reason="it is not one of --train-sizes"))
+        keys = set(self.overrides).union(*self.size_overrides.values())
+        for key in sorted(keys):
             if not any(has_setting(config, key) for config in configs):
                 raise ValueError(f"None of the configs in {self.config_dir} has the setting {key} to override.")
         check_dev_annotation(self.dev_path, configs[0])
@@ -344,10 +380,14 @@ class AbPlan:
                                    for size in self.sizes}
         return [
             AbRun(variant, seed, size, self.config_path(variant), self.output_dir, files[size], self.dev_path,
-                  self.overrides, len(self.sizes) > 1 or self.sizes != [None], self.gpu_id, self.model,
+                  self.overrides_at(size), len(self.sizes) > 1 or self.sizes != [None], self.gpu_id, self.model,
                   self.resamples, self.random_seed, self.sample_seed)
             for size in self.sizes for seed in self.seeds for variant in self.arms
         ]
+
+    def overrides_at(self, size: Optional[int]) -> Dict[str, Any]:
+        """The settings of a run at this training size: the size's own over the common ones."""
+        return {**self.overrides, **(self.size_overrides.get(size, {}) if size is not None else {})}
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -356,7 +396,9 @@ class AbPlan:
                                   **file_fingerprint(self.config_path(variant))} for variant in self.arms},
             "train": str(self.train_path), "dev": str(self.dev_path), "seeds": self.seeds,
             "train_sizes": [size_label(size) for size in self.sizes], "sample_seed": self.sample_seed,
-            "overrides": self.overrides, "model": self.model, "resamples": self.resamples,
+            "overrides": self.overrides,
+            "size_overrides": {str(size): settings for size, settings in sorted(self.size_overrides.items())},
+            "model": self.model, "resamples": self.resamples,
             "random_seed": self.random_seed, "gpu_id": self.gpu_id,
         }
 

@@ -300,7 +300,8 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
         f"Configs: `{plan['config_dir']}` ({', '.join(plan['variants'])}; the reference is vanilla). "
         f"Training data: `{plan['train']}`; dev data: `{plan['dev']}`. Seeds: {', '.join(map(str, plan['seeds']))}. "
         f"Training sizes: {', '.join(plan['train_sizes'])} (samples drawn once with seed {plan['sample_seed']}, nested). "
-        f"Scored model: model-{plan['model']}. Overrides: {plan['overrides'] or 'none'}.",
+        f"Scored model: model-{plan['model']}. Overrides: {plan['overrides'] or 'none'}"
+        + "".join(f"; at size {size}: {settings}" for size, settings in plan.get("size_overrides", {}).items()) + ".",
         "",
         "How to read it: Δ is variant − vanilla of the same seed, ×100. The t-interval covers the randomness of training "
         "(seeds); the bootstrap interval resamples the dev documents (the same draws for every seed and variant, "
