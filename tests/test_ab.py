@@ -305,9 +305,11 @@ def test_a_size_override_changes_the_runs_of_its_size_only(tmp_path):
 def test_size_overrides_are_read_as_spacy_reads_overrides_and_bad_ones_are_refused(tmp_path):
     from spacy_sla.research.ab import AbPlan, parse_size_overrides
 
-    assert parse_size_overrides(["2000:training.max_steps=800", "500: paths.note=short , training.dropout=0.2"]) == {
-        2000: {"training.max_steps": 800}, 500: {"paths.note": "short", "training.dropout": 0.2}}
-    for bad in ("2000", "x:training.max_steps=1", "0:training.max_steps=1", "2000:training.max_steps",
+    assert parse_size_overrides(["2000:training.max_steps=800", "500: paths.note=short , training.dropout=0.2",
+                                 "all:training.frozen_components=[\"parser\",\"tagger\"],training.max_steps=9"]) == {
+        2000: {"training.max_steps": 800}, 500: {"paths.note": "short", "training.dropout": 0.2},
+        None: {"training.frozen_components": ["parser", "tagger"], "training.max_steps": 9}}
+    for bad in ("2000", "x:training.max_steps=1", "0:training.max_steps=1", "2000:training.max_steps", "-5:a.b=1",
                 "2000:=3", "2000:"):
         with pytest.raises(ValueError, match=r"\[E043\]"):
             parse_size_overrides([bad])
@@ -316,6 +318,12 @@ def test_size_overrides_are_read_as_spacy_reads_overrides_and_bad_ones_are_refus
                  [500, 2000])
     with pytest.raises(ValueError, match=r"\[E043\].*1000"):
         AbPlan(*arguments, size_overrides={1000: {"training.max_steps": 5}}).check()
+    with pytest.raises(ValueError, match=r"\[E043\].*all"):  # the whole set is not among the sizes
+        AbPlan(*arguments, size_overrides={None: {"training.max_steps": 5}}).check()
+    whole = AbPlan(*arguments[:6], [500, None], size_overrides={None: {"training.max_steps": 5}})
+    whole.check()
+    assert [run.overrides for run in whole.runs() if run.size is None] == [{"training.max_steps": 5}] * 2
+    assert whole.to_json()["size_overrides"] == {"all": {"training.max_steps": 5}}
     with pytest.raises(ValueError, match="has the setting training.nosuch"):
         AbPlan(*arguments, size_overrides={2000: {"training.nosuch": 5}}).check()
     result = runner.invoke(app, ["sla", "ab", str(configs), str(tmp_path / "out"), "--paths.train",

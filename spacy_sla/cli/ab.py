@@ -74,7 +74,7 @@ def ab_cli(
     variants: str = Opt("", "--variants", help="Comma-separated (default: every config in CONFIG_DIR but vanilla)"),
     seeds: str = Opt("0,1,2", "--seeds", help="Comma-separated seeds, one run per variant each"),
     train_sizes: str = Opt("all", "--train-sizes", help="Comma-separated training sizes in documents, or all"),
-    size_override: List[str] = Opt([], "--size-override", help="SIZE:KEY=VALUE[,KEY=VALUE]: settings for one training size only, e.g. a longer budget for a larger sample; repeatable"),
+    size_override: List[str] = Opt([], "--size-override", help="SIZE:KEY=VALUE[,KEY=VALUE] (SIZE a number or all): settings for one training size only, e.g. a longer budget for a larger sample; repeatable"),
     sample_seed: int = Opt(0, "--sample-seed", help="The seed of the training samples' draw"),
     best: bool = Opt(False, "--best", help="Score model-best (chosen on the dev set) instead of model-last"),
     resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents for the bootstrap"),

@@ -19,6 +19,7 @@ command can be rerun after an interruption or with more seeds.
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -95,22 +96,25 @@ def _override_value(raw: str) -> Any:
         return raw
 
 
-def parse_size_overrides(values: Sequence[str]) -> Dict[int, Dict[str, Any]]:
+def parse_size_overrides(values: Sequence[str]) -> Dict[Optional[int], Dict[str, Any]]:
     """--size-override 2000:training.max_steps=800 (repeatable; several
-    settings joined by commas) -> {2000: {"training.max_steps": 800}}.
-    Values are read as spaCy reads `--section.key value` overrides."""
-    overrides: Dict[int, Dict[str, Any]] = {}
+    settings joined by commas; "all" for the whole set) -> {2000:
+    {"training.max_steps": 800}}. Values are read as spaCy reads
+    `--section.key value` overrides, so a list may hold commas."""
+    overrides: Dict[Optional[int], Dict[str, Any]] = {}
     for value in values:
-        size, _, settings = value.partition(":")
-        if not (size.strip().isdigit() and int(size) > 0 and settings.strip()):
+        label, _, settings = value.partition(":")
+        label = label.strip()
+        if not ((label == ALL or (label.isdigit() and int(label) > 0)) and settings.strip()):
             raise ValueError(Errors.E043.format(size=value, sizes="the ones of --train-sizes",
                                                 reason="it is not SIZE:KEY=VALUE[,KEY=VALUE]"))
-        for setting in settings.split(","):
+        size = None if label == ALL else int(label)
+        for setting in re.split(r",(?=\s*[\w.-]+\s*=)", settings):
             key, equals, raw = setting.strip().partition("=")
             if not (equals and key.strip() and raw.strip()):
                 raise ValueError(Errors.E043.format(size=value, sizes="the ones of --train-sizes",
                                                     reason=f"'{setting.strip()}' is not KEY=VALUE"))
-            overrides.setdefault(int(size), {})[key.strip()] = _override_value(raw.strip())
+            overrides.setdefault(size, {})[key.strip()] = _override_value(raw.strip())
     return overrides
 
 
@@ -344,7 +348,7 @@ class AbPlan:
     random_seed: int = 0
     # settings for one training size on top of `overrides`: a larger sample
     # usually needs a longer budget to converge
-    size_overrides: Dict[int, Dict[str, Any]] = field(default_factory=dict)
+    size_overrides: Dict[Optional[int], Dict[str, Any]] = field(default_factory=dict)
 
     @property
     def arms(self) -> List[str]:
@@ -365,7 +369,8 @@ class AbPlan:
         configs = [load_config(self.config_path(variant), interpolate=False) for variant in self.arms]
         for size, settings in self.size_overrides.items():
             if size not in self.sizes:
-                raise ValueError(Errors.E043.format(size=size, sizes=", ".join(size_label(s) for s in self.sizes),
+                raise ValueError(Errors.E043.format(size=size_label(size),
+                                                    sizes=", ".join(size_label(s) for s in self.sizes),
                                                     reason="it is not one of --train-sizes"))
         keys = set(self.overrides).union(*self.size_overrides.values())
         for key in sorted(keys):
@@ -387,7 +392,7 @@ class AbPlan:
 
     def overrides_at(self, size: Optional[int]) -> Dict[str, Any]:
         """The settings of a run at this training size: the size's own over the common ones."""
-        return {**self.overrides, **(self.size_overrides.get(size, {}) if size is not None else {})}
+        return {**self.overrides, **self.size_overrides.get(size, {})}
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -397,7 +402,8 @@ class AbPlan:
             "train": str(self.train_path), "dev": str(self.dev_path), "seeds": self.seeds,
             "train_sizes": [size_label(size) for size in self.sizes], "sample_seed": self.sample_seed,
             "overrides": self.overrides,
-            "size_overrides": {str(size): settings for size, settings in sorted(self.size_overrides.items())},
+            "size_overrides": {size_label(size): self.size_overrides[size]
+                               for size in self.sizes if size in self.size_overrides},
             "model": self.model, "resamples": self.resamples,
             "random_seed": self.random_seed, "gpu_id": self.gpu_id,
         }
