@@ -254,3 +254,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "2000:training.max_steps=800, for a size among {sizes}; repeat it "
         "for other sizes."
     )
+    E044 = (
+        "The run in {run_dir} has no model ({model} is gone: deleted by "
+        "--drop-models or by hand) and no {record} recorded before it went. "
+        "Train the run again: delete {run_dir} and repeat the command (add "
+        "--by-mask from the first call when the report should split the dev "
+        "set by mask, so each run records it before its model is deleted)."
+    )

@@ -1,9 +1,13 @@
 """Writing files so that a reader sees the old content or all of the new,
 never a half-written file (a full disk, an interrupted run, a worker that
-dies): what the converters, `sla prepare` and batch annotation write."""
+dies): what the converters, `sla prepare` and batch annotation write; and
+the fingerprint that says whether a file is still the one a record was
+made from."""
+import hashlib
 import os
 import secrets
 from pathlib import Path
+from typing import Any, Dict
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -23,3 +27,16 @@ def write_atomically(path: Path, data: bytes) -> None:
     finally:
         # Gone after the replace; after a failure (also an interrupt) it is removed here.
         temporary.unlink(missing_ok=True)
+
+
+def file_fingerprint(path: Path) -> Dict[str, Any]:
+    """Size and SHA-256 of a file, or of every .spacy file of a directory."""
+    digest = hashlib.sha256()
+    files = sorted(path.rglob("*.spacy")) if path.is_dir() else [path]
+    size = 0
+    for file_path in files:
+        size += file_path.stat().st_size
+        with file_path.open("rb") as file:
+            for chunk in iter(lambda: file.read(1 << 20), b""):
+                digest.update(chunk)
+    return {"size": size, "sha256": digest.hexdigest()}

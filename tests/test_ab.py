@@ -17,6 +17,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from spacy_sla.files import file_fingerprint
 from spacy_sla.research.ab import parse_sizes, read_docbin_corpus
 from spacy_sla.research.ab_report import bootstrap_interval, main_score, seeds_needed
 from spacy_sla.research.mask_strata import GAP, RESTRICTED, STRATA_FILE, UNRESTRICTED
@@ -179,6 +180,82 @@ def test_by_mask_scores_each_part_as_spacy_evaluates_it(comparison, tiny_bert):
                 scores = nlp.evaluate(list(spacy.training.Corpus(str(part_path))(nlp)))
                 assert rows[stratum]["scores"][variant][str(seed)] == pytest.approx(
                     main_score(scores, section["weights"]), abs=1e-9)
+
+
+@pytest.mark.slow
+def test_dropped_models_leave_records_that_give_the_same_report(comparison, tiny_bert):
+    """--drop-models on finished runs (kept, not trained again): the mask
+    strata are recorded first, the models go, and later calls keep every run
+    and give the report of the runs with their models."""
+    import shutil
+
+    root, train, dev = comparison
+    shutil.copytree(root / "out", root / "dropped", ignore=shutil.ignore_patterns("dev-mask-strata.json"))
+    result = ab(root / "configs", root / "dropped", train, dev, tiny_bert, "--by-mask", "--drop-models")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("kept (finished before)") == 4
+    assert not list((root / "dropped").glob("*/seed*/model-*"))
+    assert sorted(path.parent.name for path in (root / "dropped").glob("sla/seed*/dev-mask-strata.json")) == [
+        "seed0", "seed1"]
+    assert not list((root / "dropped").glob("vanilla/seed*/dev-mask-strata.json"))  # no local mask to ask
+    first = json.loads((root / "dropped" / "report.json").read_text(encoding="utf8"))["sections"][0]
+    with_models = json.loads((root / "out" / "report.json").read_text(encoding="utf8"))["sections"][0]
+    assert [row["per_seed"] for row in first["rows"]] == [row["per_seed"] for row in with_models["rows"]]
+    restricted = json.loads((root / "dropped" / "sla" / "seed0" / STRATA_FILE).read_text(encoding="utf8"))
+    by_stratum = {row["stratum"]: row for row in first["by_mask"]["rows"]}
+    assert by_stratum[RESTRICTED]["documents"] == sum(restricted["restricted"])
+    result = ab(root / "configs", root / "dropped", train, dev, tiny_bert, "--by-mask")
+    assert result.exit_code == 0 and result.output.count("kept (finished before)") == 4, result.output
+    again = json.loads((root / "dropped" / "report.json").read_text(encoding="utf8"))["sections"][0]
+    assert again["rows"] == first["rows"] and again["by_mask"] == first["by_mask"]
+    # without its model and its strata record, a run cannot be split by mask: refused, nothing deleted
+    (root / "dropped" / "sla" / "seed1" / STRATA_FILE).unlink()
+    result = ab(root / "configs", root / "dropped", train, dev, tiny_bert, "--by-mask")
+    assert result.exit_code == 1 and "[E044]" in result.output, result.output
+    assert (root / "dropped" / "sla" / "seed1" / "dev-evaluation.json").exists()
+
+
+def test_a_run_is_kept_only_on_the_training_data_it_was_trained_on(tmp_path):
+    """A corpus rewritten at the same path, or sampled into data/ from
+    another corpus, is other training data: its runs train again. A run
+    whose models were deleted is kept on its evaluation."""
+    from spacy_sla.research.ab import AbRun, finished_settings
+
+    config = tmp_path / "vanilla.cfg"
+    config.write_text("[training]\nmax_steps = 2\n", encoding="utf8")
+    train = write_corpus(tmp_path / "train.spacy", annotated_docs(4, 0))
+    run = AbRun("vanilla", 0, None, config, tmp_path / "out", train, tmp_path / "dev.spacy")
+    (run.model_dir).mkdir(parents=True)
+    record = {"settings": run.settings(), "train_data": file_fingerprint(train), "train_seconds": 1.0}
+    (run.run_dir / "run.json").write_text(json.dumps(record), encoding="utf8")
+    assert finished_settings(run) == record
+    run.model_dir.rmdir()
+    assert finished_settings(run) is None  # neither model nor evaluation: not finished
+    (run.run_dir / "dev-evaluation.json").write_text("{}", encoding="utf8")
+    assert finished_settings(run) == record
+    write_corpus(train, annotated_docs(4, 1))
+    assert finished_settings(run) is None
+    del record["train_data"]  # a record from before the fingerprint was kept: its settings decide
+    (run.run_dir / "run.json").write_text(json.dumps(record), encoding="utf8")
+    assert finished_settings(run) == record
+
+
+def test_kept_strata_answer_for_a_deleted_model(tmp_path):
+    from spacy_sla.research.mask_strata import STRATA_VERSION, NoLocalMaskError, kept_strata
+
+    dev = write_corpus(tmp_path / "dev.spacy", annotated_docs(3, 0))
+    key = {"version": STRATA_VERSION, "model": {"size": 1, "sha256": "x"}, "dev": file_fingerprint(dev)}
+    (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "restricted": [True, False, True]}), encoding="utf8")
+    assert kept_strata(tmp_path / "model-last", dev, tmp_path) == [True, False, True]
+    (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "no_local_mask": "[E040] none"}), encoding="utf8")
+    with pytest.raises(NoLocalMaskError, match=r"\[E040\] none"):
+        kept_strata(tmp_path / "model-last", dev, tmp_path)
+    other_dev = write_corpus(tmp_path / "other.spacy", annotated_docs(3, 1))
+    with pytest.raises(ValueError, match=r"\[E044\]"):
+        kept_strata(tmp_path / "model-last", other_dev, tmp_path)
+    (tmp_path / STRATA_FILE).unlink()
+    with pytest.raises(ValueError, match=r"\[E044\]"):
+        kept_strata(tmp_path / "model-last", dev, tmp_path)
 
 
 @needs_parser

@@ -86,6 +86,7 @@ def ab_cli(
     ray_gpus_per_run: float = Opt(0.0, "--ray-gpus-per-run"),
     no_figure: bool = Opt(False, "--no-figure", help="Write report.md and report.json only"),
     by_mask: bool = Opt(False, "--by-mask", help="Also compare the main score where each variant's mask restricts and where it hides nothing"),
+    drop_models: bool = Opt(False, "--drop-models", help="Delete each run's model-last and model-best once it is scored: the runs' records (a few MB) are what the report and a later call need"),
 ):
     """Train vanilla and each variant with every seed (`spacy train`), score
     the last models on the dev set, and write a report: per score, the
@@ -103,7 +104,8 @@ def ab_cli(
     try:
         plan = AbPlan(config_dir, output_dir, train_path, dev_path, chosen, [int(seed) for seed in _split(seeds)],
                       parse_sizes(_split(train_sizes)), sample_seed, overrides, gpu_id,
-                      "best" if best else "last", resamples, size_overrides=parse_size_overrides(size_override))
+                      "best" if best else "last", resamples, size_overrides=parse_size_overrides(size_override),
+                      by_mask=by_mask, drop_models=drop_models)
         if dry_run:
             plan.check()
             for line in dry_run_lines(plan.runs()):

@@ -7,19 +7,24 @@ Layout of OUTPUT_DIR:
 
     plan.json                    what the comparison is: configs, data, seeds, sizes, overrides
     data/train-N.spacy           with --train-sizes: the nested samples, data/samples.json says how drawn
-    [size-N/]VARIANT/seedS/      one run: train-config.cfg (what `spacy train` ran), run.json (settings and
-                                 training seconds), train-log.jsonl (the dev curve), model-last, model-best,
-                                 dev-evaluation.json (scores, speed, per-document statistics), *.log
+    [size-N/]VARIANT/seedS/      one run: train-config.cfg (what `spacy train` ran), run.json (settings,
+                                 training data fingerprint, training seconds), train-log.jsonl (the dev
+                                 curve), model-last, model-best, dev-evaluation.json (scores, speed,
+                                 per-document statistics), with --by-mask dev-mask-strata.json, *.log
     report.md, report.json, report.png
 
-A run that finished with the same settings is kept, not trained again; an
-evaluation of the same model file, dev file and draws is kept too, so the
-command can be rerun after an interruption or with more seeds.
+A run that finished with the same settings on the same training data is
+kept, not trained again; an evaluation of the same model file, dev file and
+draws is kept too, so the command can be rerun after an interruption or with
+more seeds or sizes. The report needs a run's records, not its models: with
+--drop-models each run's models are deleted once it is scored, and a run
+whose records are complete is kept without them (the output directory, a few
+MB without data/ and the models, is then the comparison's record).
 """
-import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -36,8 +41,9 @@ from spacy.vocab import Vocab
 from thinc.api import Config
 
 from ..errors import Errors
-from ..files import write_atomically
+from ..files import file_fingerprint, write_atomically
 from .dev_evaluation import EVALUATION_VERSION
+from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
 from .pipeline_configs import REFERENCE
 
 PLAN = "plan.json"
@@ -46,20 +52,8 @@ RUN_CONFIG = "train-config.cfg"
 TRAIN_LOG = "train-log.jsonl"  # spaCy's ConsoleLogger.v3 output: one JSON line per evaluation
 EVALUATION = "dev-evaluation.json"
 SAMPLES = "samples.json"
+MODELS = ("model-last", "model-best")  # what `spacy train` saves in a run directory
 ALL = "all"
-
-
-def file_fingerprint(path: Path) -> Dict[str, Any]:
-    """Size and SHA-256 of a file, or of every .spacy file of a directory."""
-    digest = hashlib.sha256()
-    files = sorted(path.rglob("*.spacy")) if path.is_dir() else [path]
-    size = 0
-    for file_path in files:
-        size += file_path.stat().st_size
-        with file_path.open("rb") as file:
-            for chunk in iter(lambda: file.read(1 << 20), b""):
-                digest.update(chunk)
-    return {"size": size, "sha256": digest.hexdigest()}
 
 
 def read_docbin_corpus(path: Path) -> List[Doc]:
@@ -171,6 +165,9 @@ class AbRun:
     resamples: int = 10000
     random_seed: int = 0
     sample_seed: int = 0  # the draw of the training sample, for a size below the whole set
+    # what is done after the evaluation; neither changes the run's result, so neither is a setting
+    by_mask: bool = False  # record which dev documents the mask restricts (needs the model)
+    drop_models: bool = False  # then delete the models, keeping the records the report needs
 
     @property
     def name(self) -> str:
@@ -247,12 +244,20 @@ def run_command(command: List[str], log_path: Optional[Path]) -> None:
 
 
 def finished_settings(run: AbRun) -> Optional[Dict[str, Any]]:
-    """run.json of a run that finished with the same settings, else None."""
+    """run.json of a run that finished with the same settings on the same
+    training data, else None. A run counts as finished while it has its
+    model or, once --drop-models deleted that, its evaluation."""
     path = run.run_dir / RUN_SETTINGS
-    if not (path.exists() and run.model_dir.exists()):
+    if not (path.exists() and (run.model_dir.exists() or (run.run_dir / EVALUATION).exists())):
         return None
     record = json.loads(path.read_text(encoding="utf8"))
-    return record if record.get("settings") == run.settings() else None
+    if record.get("settings") != run.settings():
+        return None
+    # a corpus rewritten at the same path (or another one sampled into data/) is other training data;
+    # records written before the fingerprint was kept are taken on their settings alone
+    if "train_data" in record and record["train_data"] != file_fingerprint(run.train_path):
+        return None
+    return record
 
 
 def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> Dict[str, Any]:
@@ -266,10 +271,12 @@ def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> D
     (run.run_dir / RUN_SETTINGS).unlink(missing_ok=True)
     (run.run_dir / EVALUATION).unlink(missing_ok=True)
     (run.run_dir / TRAIN_LOG).unlink(missing_ok=True)  # spaCy's logger would refuse to overwrite it
+    (run.run_dir / STRATA_FILE).unlink(missing_ok=True)
     write_atomically(run.run_dir / RUN_CONFIG, run_config(run).to_str(interpolate=False).encode("utf8"))
     started = time.perf_counter()
     run_command(run.train_command(), log_path)
-    record = {"settings": run.settings(), "train_seconds": round(time.perf_counter() - started, 2)}
+    record = {"settings": run.settings(), "train_data": file_fingerprint(run.train_path),
+              "train_seconds": round(time.perf_counter() - started, 2)}
     write_atomically(run.run_dir / RUN_SETTINGS, json.dumps(record, indent=2).encode("utf8"))
     return record
 
@@ -308,9 +315,33 @@ def evaluate_saved_model(
 
 
 def evaluate(run: AbRun, log_path: Optional[Path] = None) -> Dict[str, Any]:
-    """The run's model on the dev set (evaluate_saved_model)."""
+    """The run's model on the dev set (evaluate_saved_model); once the model
+    is deleted, the evaluation recorded before (train() deletes it when the
+    run trains again, so it belongs to this run's model)."""
+    if not run.model_dir.exists():
+        path = run.run_dir / EVALUATION
+        if not path.exists():
+            raise ValueError(Errors.E044.format(run_dir=run.run_dir, model=run.model_dir,
+                                                record=f"evaluation ({EVALUATION})"))
+        return json.loads(path.read_text(encoding="utf8"))
     return evaluate_saved_model(run.model_dir, run.dev_path, run.run_dir / EVALUATION, gpu_id=run.gpu_id,
                                 resamples=run.resamples, random_seed=run.random_seed, log_path=log_path)
+
+
+def record_mask_strata(run: AbRun) -> None:
+    """Which dev documents the run's mask restricts (kept_strata), while the
+    model is there; the reference has no local mask to ask."""
+    if run.variant == REFERENCE:
+        return
+    try:
+        kept_strata(run.model_dir, run.dev_path, run.run_dir)
+    except NoLocalMaskError:
+        pass  # recorded as such; the report names the variant as left out
+
+
+def drop_models(run: AbRun) -> None:
+    for name in MODELS:
+        shutil.rmtree(run.run_dir / name, ignore_errors=True)
 
 
 def training_curve(run: AbRun) -> List[Dict[str, Any]]:
@@ -349,6 +380,8 @@ class AbPlan:
     # settings for one training size on top of `overrides`: a larger sample
     # usually needs a longer budget to converge
     size_overrides: Dict[Optional[int], Dict[str, Any]] = field(default_factory=dict)
+    by_mask: bool = False  # each run records its mask strata (AbRun.by_mask)
+    drop_models: bool = False  # each run deletes its models once its records are written
 
     @property
     def arms(self) -> List[str]:
@@ -386,7 +419,8 @@ class AbPlan:
         return [
             AbRun(variant, seed, size, self.config_path(variant), self.output_dir, files[size], self.dev_path,
                   self.overrides_at(size), len(self.sizes) > 1 or self.sizes != [None], self.gpu_id, self.model,
-                  self.resamples, self.random_seed, self.sample_seed)
+                  self.resamples, self.random_seed, self.sample_seed, by_mask=self.by_mask,
+                  drop_models=self.drop_models)
             for size in self.sizes for seed in self.seeds for variant in self.arms
         ]
 
@@ -484,6 +518,11 @@ def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -
         record = train(run, run.run_dir / "train.log" if logs else None)
         stage = "evaluate"
         evaluation = evaluate(run, run.run_dir / "evaluate.log" if logs else None)
+        if run.by_mask:
+            stage = "split the dev set by mask"
+            record_mask_strata(run)
+        if run.drop_models:
+            drop_models(run)
         return AbResult(run, "kept" if kept else "trained", time.perf_counter() - started,
                          record={**record, "scores": evaluation["scores"]})
     except subprocess.CalledProcessError as error:

@@ -20,8 +20,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from spacy.util import load_config
 
 from ..errors import Errors
-from ..files import write_atomically
-from .ab import EVALUATION, evaluate_saved_model, file_fingerprint, has_setting, run_command
+from ..files import file_fingerprint, write_atomically
+from .ab import EVALUATION, evaluate_saved_model, has_setting, run_command
 from .converters import CONVERTER_VERSION, convert
 from .intervals import BETTER, NOT_SHOWN, WORSE, holm_adjusted, paired_difference
 from .tasks import TASKS, Task

@@ -22,9 +22,8 @@ from spacy import util
 from spacy.training import Corpus
 
 from ..errors import Errors
-from ..files import write_atomically
+from ..files import file_fingerprint, write_atomically
 from ..inspection import InspectionError, select_sla_model
-from .ab import file_fingerprint
 from .intervals import paired_difference
 from .resampling import DrawValues, bootstrap_interval
 from .score_statistics import full_set_value, restrict_statistic, statistic_from_json
@@ -65,17 +64,36 @@ def restricted_documents(model_dir: Path, dev_path: Path, batch_size: int = 32) 
 
 def kept_strata(model_dir: Path, dev_path: Path, run_dir: Path) -> List[bool]:
     """restricted_documents, read from the run directory when computed there
-    before for the same model and dev files."""
+    before for the same model and dev files. A model without a local mask is
+    recorded as such (NoLocalMaskError again), so that the record answers
+    for the model once `spacy sla ab --drop-models` has deleted it; without
+    the model, the record is trusted for the dev file alone (it is deleted
+    with the run's other records when the run trains again)."""
+    path = run_dir / STRATA_FILE
+    kept = json.loads(path.read_text(encoding="utf8")) if path.exists() else None
+    if not model_dir.exists():
+        if kept is None or {key: kept.get("key", {}).get(key) for key in ("version", "dev")} != {
+                "version": STRATA_VERSION, "dev": file_fingerprint(dev_path)}:
+            raise ValueError(Errors.E044.format(run_dir=run_dir, model=model_dir,
+                                                record=f"split of the dev set {dev_path} by mask ({STRATA_FILE})"))
+        return _strata_of(kept)
     key = {"version": STRATA_VERSION, "model": file_fingerprint(model_dir / "meta.json"),
            "dev": file_fingerprint(dev_path)}
-    path = run_dir / STRATA_FILE
-    if path.exists():
-        kept = json.loads(path.read_text(encoding="utf8"))
-        if kept.get("key") == key:
-            return kept["restricted"]
-    restricted = restricted_documents(model_dir, dev_path)
+    if kept is not None and kept.get("key") == key:
+        return _strata_of(kept)
+    try:
+        restricted = restricted_documents(model_dir, dev_path)
+    except NoLocalMaskError as error:
+        write_atomically(path, json.dumps({"key": key, "no_local_mask": str(error)}).encode("utf8"))
+        raise
     write_atomically(path, json.dumps({"key": key, "restricted": restricted}).encode("utf8"))
     return restricted
+
+
+def _strata_of(record: Dict[str, Any]) -> List[bool]:
+    if "no_local_mask" in record:
+        raise NoLocalMaskError(record["no_local_mask"])
+    return record["restricted"]
 
 
 def restrict_evaluation(evaluation: Dict[str, Any], selected: numpy.ndarray) -> Dict[str, Any]:
