@@ -514,8 +514,8 @@ def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -
         os.chdir(working_dir)
     stage = "train"
     try:
-        kept = finished_settings(run) is not None
         record = train(run, run.run_dir / "train.log" if logs else None)
+        kept = bool(record.get("kept"))  # train() checked finished_settings (a hash of the training data) once
         stage = "evaluate"
         evaluation = evaluate(run, run.run_dir / "evaluate.log" if logs else None)
         if run.by_mask:
