@@ -3,6 +3,7 @@ transformer pipelines."""
 from . import architectures  # noqa: F401  (registers functions)
 from .about import __version__
 from .data_classes import ParentAttention, SyntaxInputs
+from .entity_guard import EntityGuard, make_entity_guard
 from .masks import (
     AncestorMask,
     DependencyScaleDistances,
@@ -21,6 +22,7 @@ from .training import corpora, heads, loggers, scorers  # noqa: F401  (registers
 __all__ = [
     "AncestorMask",
     "DependencyScaleDistances",
+    "EntityGuard",
     "MaskBuilder",
     "MissingParseError",
     "ParentAttention",
@@ -33,6 +35,7 @@ __all__ = [
     "TreeDistanceBuckets",
     "WindowMask",
     "__version__",
+    "make_entity_guard",
     "make_sla_transformer",
     "make_token_ner",
 ]

@@ -24,6 +24,15 @@ class Warnings(metaclass=ErrorsWithCodes):
         "SLA pipeline with the parser that already made the parse disabled. "
         "This warning is shown once per component."
     )
+    W004 = (
+        "{name}: {n_entities} gold entit(y/ies) of a training batch cross a "
+        "sentence start that the parser set, which spaCy's `ner` cannot "
+        "predict (training would stop with E024); they are treated as "
+        "missing annotation in training. Scores still count them. Few is "
+        "normal on whole documents; many means the parser splits your texts "
+        "badly (compare `doc.sents` with your data's sentences). This "
+        "warning is shown once per component."
+    )
 
 
 class Errors(metaclass=ErrorsWithCodes):

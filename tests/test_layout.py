@@ -17,7 +17,7 @@ LAYERS = [
     {"syntax_inputs"},
     {"layers"},
     {"gates"},
-    {"pipeline_component", "architectures", "token_ner"},
+    {"pipeline_component", "architectures", "token_ner", "entity_guard"},
     {"inspection", "mask_statistics", "training"},
     {"research", "annotation", "_ray"},
     {"cli"},

