@@ -19,6 +19,7 @@ is; scoring still counts those entities, which no transition-based `ner`
 behind that parser can predict.
 """
 import warnings
+from bisect import bisect_right
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from spacy.language import Language
@@ -29,10 +30,8 @@ from .errors import Warnings
 
 
 def sentence_start_chars(doc: Doc) -> List[int]:
-    """Character offsets of the sentence starts of a Doc with sentence
-    boundaries (none when it has none), its first token left out."""
-    if not (doc.has_annotation("SENT_START") or doc.has_annotation("DEP")):
-        return []
+    """Character offsets of the sentence starts of a Doc, in order, its first
+    token left out (none when it has no boundaries: is_sent_start is None)."""
     return [token.idx for token in doc[1:] if token.is_sent_start]
 
 
@@ -43,12 +42,9 @@ def cut_entities(reference: Doc, starts: Sequence[int]) -> List[Span]:
     ordered = sorted(starts)
     cut = []
     for entity in reference.ents:
-        for start in ordered:
-            if start >= entity.end_char:
-                break
-            if start > entity.start_char:
-                cut.append(entity)
-                break
+        after = bisect_right(ordered, entity.start_char)  # the first start past the entity's first character
+        if after < len(ordered) and ordered[after] < entity.end_char:
+            cut.append(entity)
     return cut
 
 
