@@ -245,7 +245,7 @@ def test_the_config_mode_measures_the_configs_two_pipelines_from_its_batcher(tin
     assert report["overrides"] == {"training.batcher.size": 20} and report["repeats"] == 2
     # the same pipeline twice, the sourced parser first; only the transformer's block differs
     assert report["transformer"] == "transformer"
-    assert report["pipelines"] == {"vanilla": ["parser", "transformer", "ner"], "sla": ["parser", "transformer", "ner"]}
+    assert report["pipelines"] == {"vanilla": ["parser", "sla_entity_guard", "transformer", "ner"], "sla": ["parser", "sla_entity_guard", "transformer", "ner"]}
     assert report["differing_blocks"] == ["components.transformer"]
     assert report["batch_size"] == Config().from_disk(user, interpolate=False)["nlp"]["batch_size"]
     # the documents measured are the first 8 of the data, one 128-token span each
@@ -323,7 +323,7 @@ def test_a_config_with_two_transformers_is_measured_on_the_one_named_by_componen
     report = json.loads(output.read_text(encoding="utf8"))
     assert report["transformer"] == "trf" and report["model"] == str(tiny_bert)
     assert report["differing_blocks"] == ["components.trf"]
-    assert report["pipelines"]["vanilla"] == report["pipelines"]["sla"] == ["transformer", "parser", "trf", "ner"]
+    assert report["pipelines"]["vanilla"] == report["pipelines"]["sla"] == ["transformer", "parser", "sla_entity_guard", "trf", "ner"]
     assert positive_finite(report["ratios"]["sla_predict_time_ratio"])
     without_config = CliRunner().invoke(app, ["sla", "benchmark", "--data", str(data), "--component", "trf"])
     assert without_config.exit_code == 1 and "--component" in without_config.output

@@ -69,8 +69,8 @@ def test_the_config_mode_builds_two_pipelines_that_differ_only_in_the_transforme
     assert len(DocBin().from_disk(sample)) == 10
     built = {variant: build_pipeline(config, sample) for variant, config in configs.items()}
     vanilla, sla = built["vanilla"], built["sla"]
-    assert vanilla.nlp.pipe_names == sla.nlp.pipe_names == ["parser", "transformer", "ner"]
-    assert vanilla.before_transformer == sla.before_transformer == ["parser"]
+    assert vanilla.nlp.pipe_names == sla.nlp.pipe_names == ["parser", "sla_entity_guard", "transformer", "ner"]
+    assert vanilla.before_transformer == sla.before_transformer == ["parser", "sla_entity_guard"]
     assert (vanilla.frozen, vanilla.annotating) == (sla.frozen, sla.annotating) == (["parser"], ["parser"])
     # the labels come from the data; the parser is the same trained one in both
     assert vanilla.nlp.get_pipe("ner").labels == sla.nlp.get_pipe("ner").labels == ("ANIMAL",)
@@ -102,7 +102,7 @@ def test_the_config_benchmark_runs_end_to_end(tiny_bert, tmp_path):
     report = json.loads(output.read_text(encoding="utf8"))
     assert report["mode"] == "config" and report["model"] == str(tiny_bert)
     assert report["overrides"] == {"components.transformer.model.name": str(tiny_bert), "training.batcher.size": 40}
-    assert report["pipelines"] == {"vanilla": ["parser", "transformer", "ner"], "sla": ["parser", "transformer", "ner"]}
+    assert report["pipelines"] == {"vanilla": ["parser", "sla_entity_guard", "transformer", "ner"], "sla": ["parser", "sla_entity_guard", "transformer", "ner"]}
     assert report["differing_blocks"] == ["components.transformer"]
     assert report["documents"]["n_docs"] == 12
     assert report["batcher"]["@batchers"] == "spacy.batch_by_padded.v1" and report["batcher"]["size"] == 40
