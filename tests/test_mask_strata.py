@@ -71,6 +71,13 @@ def test_each_part_pairs_the_seeds_on_the_same_documents():
         assert interval["low"] <= row["over_seeds"]["mean"] <= interval["high"]
     assert "the mask hides nothing | 3 | 2 | +0.00, +66.67 |" in strata_table(rows)
 
+    every_one = rows_by_mask("sla", "vanilla", [0, 1], evaluations, "cats_accuracy", 50, lambda seed: [True] * 6)
+    table = strata_table(every_one)
+    assert [row["documents"] for row in every_one] == [6, 0, 6]
+    assert "the mask hides some pairs | 6 | 2 |" in table
+    assert "hides nothing |" not in table and "restricted − unrestricted" not in table
+    assert table.endswith("- sla: no dev document where the mask hides nothing, so no comparison of the two parts")
+
     different = {0: strata, 1: [True, True, False, False, False, False]}
     with pytest.raises(ValueError, match=r"\[E041\].*seeds 0, 1 of sla"):
         rows_by_mask("sla", "vanilla", [0, 1], evaluations, "cats_accuracy", 10, different.__getitem__)

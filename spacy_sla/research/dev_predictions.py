@@ -133,12 +133,20 @@ def bootstrap_table(comparison: Dict[str, Any]) -> str:
 
 def strata_table(rows: Sequence[Dict[str, Any]]) -> str:
     """The rows of `--by-mask` (mask_strata.rows_by_mask) as a markdown
-    table, differences ×100."""
+    table, differences ×100. A part without documents (whole documents in
+    128-token spans: every one is restricted) has no row, nor has its
+    variant's restricted − unrestricted; a line under the table says so."""
     lines = ["| comparison | dev documents | " + _DIFFERENCE_HEADER, "|---" * 10 + "|"]
+    empty = {(row["variant"], row["reference"]): row["stratum"] for row in rows
+             if row["stratum"] in STRATUM_LABELS and not row["documents"]}
     for row in rows:
+        if (row["variant"], row["reference"]) in empty and (row["stratum"] not in STRATUM_LABELS or not row["documents"]):
+            continue
         if row["stratum"] in STRATUM_LABELS:
             what = f"{row['variant']} − {row['reference']}, {STRATUM_LABELS[row['stratum']]}"
         else:
             what = f"({row['variant']} − {row['reference']}): restricted − unrestricted"
         lines.append(f"| {what} | {row['documents']} | " + _difference_cells(row))
-    return "\n".join(lines)
+    notes = [f"- {variant}: no dev document where {STRATUM_LABELS[stratum]}, so no comparison of the two parts"
+             for (variant, _), stratum in empty.items()]
+    return "\n".join(lines + ([""] + notes if notes else []))
