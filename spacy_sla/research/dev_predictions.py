@@ -14,7 +14,7 @@ from ..errors import Errors
 from .ab import EVALUATION, evaluate_saved_model
 from .experiments import RUN_SETTINGS, finished_runs
 from .intervals import paired_difference
-from .mask_strata import STRATUM_LABELS, kept_strata, rows_by_mask
+from .mask_strata import GAP, STRATUM_LABELS, kept_strata, rows_by_mask
 from .resampling import DrawValues, bootstrap_interval
 from .tasks import TASKS
 
@@ -140,7 +140,7 @@ def strata_table(rows: Sequence[Dict[str, Any]]) -> str:
     empty = {(row["variant"], row["reference"]): row["stratum"] for row in rows
              if row["stratum"] in STRATUM_LABELS and not row["documents"]}
     for row in rows:
-        if (row["variant"], row["reference"]) in empty and (row["stratum"] not in STRATUM_LABELS or not row["documents"]):
+        if not row["documents"] or (row["stratum"] == GAP and (row["variant"], row["reference"]) in empty):
             continue
         if row["stratum"] in STRATUM_LABELS:
             what = f"{row['variant']} − {row['reference']}, {STRATUM_LABELS[row['stratum']]}"
