@@ -152,6 +152,11 @@ def test_a_second_call_keeps_every_run(comparison, tiny_bert):
     assert result.exit_code == 0, result.output
     assert result.output.count("kept (finished before)") == 4
     assert (root / "out" / "vanilla" / "seed0" / "dev-evaluation.json").stat().st_mtime_ns == before
+    # a dry run says so beforehand, and lists the commands of a run that is not recorded
+    result = ab(root / "configs", root / "out", train, dev, tiny_bert, "--seeds", "0,1,2", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("kept (finished before with the same settings)") == 4
+    assert "sla/seed2:\n" in result.output and "spacy train" in result.output
 
 
 @pytest.mark.slow
@@ -413,3 +418,39 @@ def test_size_overrides_are_read_as_spacy_reads_overrides_and_bad_ones_are_refus
                                  "--dry-run"])
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "out").exists()  # a dry run writes nothing
+
+
+@pytest.mark.slow
+def test_between_variants_is_the_difference_of_their_differences_to_vanilla(comparison):
+    """A third arm with vanilla's records: sla − it must equal sla − vanilla,
+    over seeds and on every draw of the dev documents, and the reverse pair
+    its negative."""
+    from types import SimpleNamespace
+
+    from spacy_sla.research.ab_report import _between_variants
+    from spacy_sla.research.resampling import DrawValues
+
+    root, _, _ = comparison
+    report = json.loads((root / "out" / "report.json").read_text(encoding="utf8"))
+    (section,) = report["sections"]
+    assert section["between_variants"] == []  # one variant besides vanilla: nothing to pair
+    weights = section["weights"]
+    evaluations = {}
+    for seed in (0, 1):
+        for variant in ("vanilla", "sla"):
+            path = root / "out" / variant / f"seed{seed}" / "dev-evaluation.json"
+            evaluations[(variant, seed)] = json.loads(path.read_text(encoding="utf8"))
+        evaluations[("copy", seed)] = evaluations[("vanilla", seed)]
+    main = {variant: {seed: main_score(evaluations[(variant, seed)]["scores"], weights) for seed in (0, 1)}
+            for variant in ("vanilla", "sla", "copy")}
+    draws = DrawValues(evaluations, 300, 0)
+    for order, sign in ((["vanilla", "sla", "copy"], 1), (["vanilla", "copy", "sla"], -1)):
+        plan = SimpleNamespace(arms=order, resamples=300)
+        (row,) = _between_variants(plan, main, draws, weights)
+        assert (row["variant"], row["reference"]) == (order[1], order[2]) and row["seeds"] == [0, 1]
+        expected = [main["sla"][seed] - main["vanilla"][seed] for seed in (0, 1)]
+        assert row["over_seeds"]["differences"] == pytest.approx([sign * value for value in expected], abs=1e-12)
+        vanilla_draws = draws.difference("sla", "vanilla", [0, 1], "score", weights)
+        expected_low, expected_high = numpy.percentile(sign * vanilla_draws, [2.5, 97.5])
+        assert row["over_documents"]["low"] == pytest.approx(expected_low, abs=1e-12)
+        assert row["over_documents"]["high"] == pytest.approx(expected_high, abs=1e-12)

@@ -568,7 +568,15 @@ def progress_line(done: int, total: int, result: AbResult) -> str:
 
 
 def dry_run_lines(runs: Sequence[AbRun]) -> Iterator[str]:
+    """Each run's commands, or that it is kept: after records are restored
+    into the output directory, the runs a call would still train."""
     for run in runs:
+        if (run.run_dir / RUN_SETTINGS).exists() and not run.train_path.exists():
+            yield f"{run.name}: kept if the training sample drawn into {run.train_path} is the recorded one"
+            continue
+        if finished_settings(run) is not None:
+            yield f"{run.name}: kept (finished before with the same settings), nothing to run"
+            continue
         yield f"{run.name}:"
         yield "  " + " ".join(run.train_command()) + f"    ({RUN_CONFIG}: {run.config_path} with the run's settings)"
         yield "  " + " ".join(run.evaluate_command())

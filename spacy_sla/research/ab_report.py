@@ -10,7 +10,10 @@ many seeds would make a difference of the observed size show. Beside them
 the cost measured in the same runs and the dev curves; with by_mask, the
 main score's difference on the dev documents each variant's mask restricts
 and on those where it hides nothing (mask_strata.py; not adjusted, a
-question about where a difference is made, not a second verdict).
+question about where a difference is made, not a second verdict). With
+two or more variants besides vanilla, each pair of them on the main score
+(SLA − window: what the parse adds to a positional neighbourhood; not
+adjusted either).
 """
 import json
 import math
@@ -23,7 +26,7 @@ from spacy.util import load_config
 from ..errors import Errors
 from ..files import write_atomically
 from .ab import AbPlan, AbRun, finished_settings, size_label, training_curve
-from .dev_predictions import strata_table
+from .dev_predictions import bootstrap_table, strata_table
 from .intervals import ALPHA, BETTER, NOT_SHOWN, TOO_FEW, WORSE, holm_adjusted, paired_difference, t_quantile_975
 from .mask_strata import NoLocalMaskError, kept_strata, rows_by_mask
 from .pipeline_configs import REFERENCE
@@ -157,9 +160,31 @@ def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun], by_ma
         "methods": {key: sorted({evaluation["statistics"][key]["method"] for evaluation in evaluations.values()
                                  if key in evaluation["statistics"]}) for key in keys},
     }
+    section["between_variants"] = _between_variants(plan, scores[MAIN], draws, weights)
     if by_mask:
         section["by_mask"] = _main_score_by_mask(plan, runs, evaluations, weights, seeds)
     return section
+
+
+def _between_variants(plan: AbPlan, main_scores: Dict[str, Dict[int, Optional[float]]], draws: DrawValues,
+                      weights: Dict[str, float]) -> List[Dict[str, Any]]:
+    """Every pair of variants other than the reference, the earlier in the
+    plan's order minus the later, on the main score over their paired seeds
+    and over resampled dev documents. With SLA and window it says whether the
+    tree adds anything to a positional neighbourhood; not adjusted, since the
+    verdicts against vanilla are the report's question."""
+    others = [variant for variant in plan.arms if variant != REFERENCE]
+    rows = []
+    for position, variant in enumerate(others):
+        for reference in others[position + 1:]:
+            ours = {seed: value for seed, value in main_scores[variant].items() if value is not None}
+            theirs = {seed: value for seed, value in main_scores[reference].items() if value is not None}
+            over_seeds = paired_difference(ours, theirs)
+            difference = draws.difference(variant, reference, over_seeds["seeds"], MAIN, weights)
+            rows.append({"variant": variant, "reference": reference, "seeds": over_seeds["seeds"],
+                         "over_seeds": over_seeds,
+                         "over_documents": bootstrap_interval(difference, over_seeds["mean"], plan.resamples)})
+    return rows
 
 
 def _main_score_by_mask(plan: AbPlan, runs: Sequence[AbRun], evaluations: Dict[Any, Dict[str, Any]],
@@ -339,6 +364,14 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
             "",
             curve_table(section),
         ]
+        if section.get("between_variants"):
+            parts += [
+                "",
+                "Main score between the variants other than vanilla, the earlier minus the later (SLA − window: does "
+                "the parse add anything to a positional window?; not adjusted):",
+                "",
+                bootstrap_table({"rows": section["between_variants"]}),
+            ]
         if "by_mask" in section:
             parts += [
                 "",
