@@ -122,14 +122,9 @@ def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun], by_ma
             row: Dict[str, Any] = {"score": key, "variant": variant, "per_seed": scores[key][variant],
                                    "mean": mean, "std": sd}
             if variant != REFERENCE:
-                ours = {seed: value for seed, value in scores[key][variant].items() if value is not None}
-                theirs = {seed: value for seed, value in scores[key][REFERENCE].items() if value is not None}
-                over_seeds = paired_difference(ours, theirs)
-                paired_seeds = over_seeds["seeds"]
-                difference = draws.difference(variant, REFERENCE, paired_seeds, key, weights if key == MAIN else None)
-                row["over_seeds"] = over_seeds
-                row["over_documents"] = bootstrap_interval(difference, over_seeds["mean"], plan.resamples)
-                row["seeds_needed"] = seeds_needed(over_seeds["differences"])
+                row.update(_paired_comparison(variant, REFERENCE, scores[key], draws, key,
+                                              weights if key == MAIN else None, plan.resamples))
+                row["seeds_needed"] = seeds_needed(row["over_seeds"]["differences"])
             rows.append(row)
     cost = {}
     for variant in arms:
@@ -177,14 +172,22 @@ def _between_variants(plan: AbPlan, main_scores: Dict[str, Dict[int, Optional[fl
     rows = []
     for position, variant in enumerate(others):
         for reference in others[position + 1:]:
-            ours = {seed: value for seed, value in main_scores[variant].items() if value is not None}
-            theirs = {seed: value for seed, value in main_scores[reference].items() if value is not None}
-            over_seeds = paired_difference(ours, theirs)
-            difference = draws.difference(variant, reference, over_seeds["seeds"], MAIN, weights)
-            rows.append({"variant": variant, "reference": reference, "seeds": over_seeds["seeds"],
-                         "over_seeds": over_seeds,
-                         "over_documents": bootstrap_interval(difference, over_seeds["mean"], plan.resamples)})
+            comparison = _paired_comparison(variant, reference, main_scores, draws, MAIN, weights, plan.resamples)
+            rows.append({"variant": variant, "reference": reference, "seeds": comparison["over_seeds"]["seeds"],
+                         **comparison})
     return rows
+
+
+def _paired_comparison(variant: str, reference: str, scores: Dict[str, Dict[int, Optional[float]]],
+                       draws: DrawValues, key: str, weights: Optional[Dict[str, float]],
+                       resamples: int) -> Dict[str, Any]:
+    """variant − reference of one score over the seeds where both have it
+    (t-interval) and over the same draws of the dev documents (bootstrap)."""
+    ours = {seed: value for seed, value in scores[variant].items() if value is not None}
+    theirs = {seed: value for seed, value in scores[reference].items() if value is not None}
+    over_seeds = paired_difference(ours, theirs)
+    difference = draws.difference(variant, reference, over_seeds["seeds"], key, weights)
+    return {"over_seeds": over_seeds, "over_documents": bootstrap_interval(difference, over_seeds["mean"], resamples)}
 
 
 def _main_score_by_mask(plan: AbPlan, runs: Sequence[AbRun], evaluations: Dict[Any, Dict[str, Any]],
