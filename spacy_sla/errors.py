@@ -270,3 +270,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "--by-mask from the first call when the report should split the dev "
         "set by mask, so each run records it before its model is deleted)."
     )
+    E045 = (
+        "No seed in {output_dir} has finished runs of every variant ({arms}) "
+        "yet, so there is nothing to pair for a report. Finished runs with "
+        "the command's settings: {finished}. Check that the command has the "
+        "settings of the runs (`--dry-run` says which runs would be kept), "
+        "or wait for a seed's runs to finish."
+    )

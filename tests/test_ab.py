@@ -454,3 +454,44 @@ def test_between_variants_is_the_difference_of_their_differences_to_vanilla(comp
         expected_low, expected_high = numpy.percentile(sign * vanilla_draws, [2.5, 97.5])
         assert row["over_documents"]["low"] == pytest.approx(expected_low, abs=1e-12)
         assert row["over_documents"]["high"] == pytest.approx(expected_high, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_report_only_pairs_the_seeds_every_arm_has_finished(comparison, tiny_bert):
+    """--report-only while seed 2 "trains" (not recorded) and after sla/seed1
+    loses its evaluation: the report covers the complete seeds with the
+    full report's numbers, names what it left out, and trains nothing; with
+    no complete seed it is refused and writes no report."""
+    import shutil
+
+    root, train, dev = comparison
+    shutil.copytree(root / "out", root / "partial")
+    for name in ("report.json", "report.md"):
+        (root / "partial" / name).unlink()
+    full = json.loads((root / "out" / "report.json").read_text(encoding="utf8"))
+    result = ab(root / "configs", root / "partial", train, dev, tiny_bert, "--seeds", "0,1,2", "--report-only")
+    assert result.exit_code == 0, result.output
+    report = json.loads((root / "partial" / "report.json").read_text(encoding="utf8"))
+    assert report["plan"]["seeds"] == [0, 1]
+    assert report["left_out"] == ["vanilla/seed2 (not finished)", "sla/seed2 (not finished)"]
+    assert report["sections"][0]["rows"] == full["sections"][0]["rows"]
+    assert "Interim report" in result.output and "sla/seed2 (not finished)" in result.output
+    assert not (root / "partial" / "vanilla" / "seed2").exists()  # nothing trained
+
+    (root / "partial" / "sla" / "seed1" / "dev-evaluation.json").unlink()
+    result = ab(root / "configs", root / "partial", train, dev, tiny_bert, "--report-only")
+    assert result.exit_code == 0, result.output
+    report = json.loads((root / "partial" / "report.json").read_text(encoding="utf8"))
+    assert report["plan"]["seeds"] == [0]
+    assert report["left_out"] == ["vanilla/seed1 (finished)", "sla/seed1 (not finished)"]
+    (row,) = [row for row in report["sections"][0]["rows"] if row["variant"] == "sla" and row["score"] == "score"]
+    (full_row,) = [row for row in full["sections"][0]["rows"] if row["variant"] == "sla" and row["score"] == "score"]
+    assert row["per_seed"] == {"0": full_row["per_seed"]["0"]}
+
+    (root / "partial" / "sla" / "seed0" / "dev-evaluation.json").unlink()
+    for name in ("report.json", "report.md"):
+        (root / "partial" / name).unlink()
+    result = ab(root / "configs", root / "partial", train, dev, tiny_bert, "--report-only")
+    assert result.exit_code == 1 and "[E045]" in result.output, result.output
+    assert "Finished runs with the command's settings: vanilla/seed0, vanilla/seed1" in result.output.replace("\n", " ")
+    assert not (root / "partial" / "report.json").exists()

@@ -13,6 +13,7 @@ from ..research.ab import (
     AbResult,
     dry_run_lines,
     execute_logged,
+    finished_part,
     lost_run,
     parse_size_overrides,
     parse_sizes,
@@ -80,6 +81,7 @@ def ab_cli(
     resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents for the bootstrap"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
     dry_run: bool = Opt(False, "--dry-run", help="List the runs and their commands, run nothing"),
+    report_only: bool = Opt(False, "--report-only", help="Train nothing: write the report of the seeds every variant has finished so far (while the others train, or after an interruption)"),
     ray: bool = Opt(False, "--ray", help="Run every run as a Ray task: on a local Ray instance, or on --ray-address"),
     ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray)"),
     ray_cpus_per_run: float = Opt(1.0, "--ray-cpus-per-run"),
@@ -111,6 +113,10 @@ def ab_cli(
             for line in dry_run_lines(plan.runs()):
                 print(line)
             return
+        if report_only:
+            plan.check()
+            _report_finished_part(plan, no_figure, by_mask)
+            return
         runs = prepare(plan)
     except (ValueError, OSError) as error:
         msg.fail(str(error), exits=1)
@@ -135,4 +141,14 @@ def ab_cli(
     except (ValueError, OSError) as error:
         msg.fail(str(error), exits=1)
     print(paths["md"].read_text(encoding="utf8"))
+    msg.good("Wrote " + ", ".join(str(path) for path in paths.values()))
+
+
+def _report_finished_part(plan: AbPlan, no_figure: bool, by_mask: bool) -> None:
+    """--report-only: the report of the seeds finished by every variant."""
+    finished_plan, runs, left_out = finished_part(plan, plan.runs())
+    paths = write_report(finished_plan, runs, figure=not no_figure, by_mask=by_mask, left_out=left_out)
+    print(paths["md"].read_text(encoding="utf8"))
+    if left_out:
+        msg.warn(f"Left out with their seeds: {', '.join(left_out)}")
     msg.good("Wrote " + ", ".join(str(path) for path in paths.values()))

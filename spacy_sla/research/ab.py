@@ -29,9 +29,9 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 import srsly
@@ -580,3 +580,42 @@ def dry_run_lines(runs: Sequence[AbRun]) -> Iterator[str]:
         yield f"{run.name}:"
         yield "  " + " ".join(run.train_command()) + f"    ({RUN_CONFIG}: {run.config_path} with the run's settings)"
         yield "  " + " ".join(run.evaluate_command())
+
+
+def is_reported(run: AbRun) -> bool:
+    """Whether the run has every record a report reads: finished with the
+    plan's settings, scored, and (with --by-mask) its mask strata or the
+    model to compute them from."""
+    if not (run.run_dir / EVALUATION).exists():
+        return False
+    if run.train_path.exists():
+        if finished_settings(run) is None:
+            return False
+    else:  # records restored without the training sample drawn into data/: the recorded settings decide
+        record_path = run.run_dir / RUN_SETTINGS
+        if not record_path.exists() or json.loads(record_path.read_text(encoding="utf8")).get("settings") \
+                != run.settings():
+            return False
+    return not run.by_mask or run.variant == REFERENCE or (run.run_dir / STRATA_FILE).exists() \
+        or run.model_dir.exists()
+
+
+def finished_part(plan: AbPlan, runs: Sequence[AbRun]) -> Tuple[AbPlan, List[AbRun], List[str]]:
+    """The comparison of the runs finished so far, for a report while the
+    others train: at each size, the seeds every arm has finished (a seed
+    with one arm missing has nothing to pair). Returns the plan narrowed to
+    those sizes and seeds, their runs, and the runs left out, each named
+    with whether it has finished."""
+    done = {(run.size, run.variant, run.seed) for run in runs if is_reported(run)}
+    complete = {(size, seed) for size in plan.sizes for seed in plan.seeds
+                if all((size, variant, seed) in done for variant in plan.arms)}
+    kept = [run for run in runs if (run.size, run.seed) in complete]
+    left_out = [run.name + (" (finished)" if (run.size, run.variant, run.seed) in done else " (not finished)")
+                for run in runs if (run.size, run.seed) not in complete]
+    if not kept:
+        raise ValueError(Errors.E045.format(
+            output_dir=plan.output_dir, arms=", ".join(plan.arms),
+            finished=", ".join(run.name for run in runs if (run.size, run.variant, run.seed) in done) or "none"))
+    sizes = [size for size in plan.sizes if any(size == done_size for done_size, _ in complete)]
+    seeds = [seed for seed in plan.seeds if any(seed == done_seed for _, done_seed in complete)]
+    return replace(plan, sizes=sizes, seeds=seeds), kept, left_out

@@ -237,12 +237,15 @@ def adjust(sections: Sequence[Dict[str, Any]]) -> None:
                 else NOT_SHOWN
 
 
-def build_report(plan: AbPlan, runs: Sequence[AbRun], by_mask: bool = False) -> Dict[str, Any]:
+def build_report(plan: AbPlan, runs: Sequence[AbRun], by_mask: bool = False,
+                 left_out: Sequence[str] = ()) -> Dict[str, Any]:
+    """The comparison of the runs; left_out names the runs of the plan not
+    in it yet (a report of the finished part, `--report-only`)."""
     sections = []
     for size in plan.sizes:
         sections.append(size_section(plan, size, [run for run in runs if run.size == size], by_mask))
     adjust(sections)
-    return {"plan": plan.to_json(), "sections": sections}
+    return {"plan": plan.to_json(), "sections": sections, "left_out": list(left_out)}
 
 
 # --- markdown ------------------------------------------------------------------------------------------
@@ -339,6 +342,9 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
         "effect\": see how many seeds a difference of the observed size would need). Scores of frozen components "
         "(the same model in every run) and the tokenizer's are left out.",
     ]
+    if report.get("left_out"):
+        parts += ["", "**Interim report**: a seed is compared once every variant has finished it; left out until "
+                  "then: " + ", ".join(report["left_out"]) + "."]
     if figure:
         parts += ["", f"![per-seed scores, intervals and dev curves]({figure})"]
     for section in report["sections"]:
@@ -449,10 +455,11 @@ def plot_report(report: Dict[str, Any], path: Path) -> None:
     plt.close(figure)
 
 
-def write_report(plan: AbPlan, runs: Sequence[AbRun], figure: bool = True, by_mask: bool = False) -> Dict[str, Path]:
+def write_report(plan: AbPlan, runs: Sequence[AbRun], figure: bool = True, by_mask: bool = False,
+                 left_out: Sequence[str] = ()) -> Dict[str, Path]:
     """report.json, report.md (and report.png), written only once all of
     them could be made."""
-    report = build_report(plan, runs, by_mask)
+    report = build_report(plan, runs, by_mask, left_out)
     paths = {"json": plan.output_dir / "report.json", "md": plan.output_dir / "report.md"}
     if figure:
         try:
