@@ -495,3 +495,26 @@ def test_report_only_pairs_the_seeds_every_arm_has_finished(comparison, tiny_ber
     assert result.exit_code == 1 and "[E045]" in result.output, result.output
     assert "Finished runs with the command's settings: vanilla/seed0, vanilla/seed1" in result.output.replace("\n", " ")
     assert not (root / "partial" / "report.json").exists()
+
+
+def test_a_run_is_reported_on_its_records(tmp_path):
+    """--report-only reads records: a run restored without its drawn
+    training sample counts on its recorded settings; with --by-mask a local
+    variant also needs its mask strata (or its model)."""
+    from spacy_sla.research.ab import AbRun, is_reported
+
+    config = tmp_path / "sla.cfg"
+    config.write_text("[training]\nmax_steps = 2\n", encoding="utf8")
+    sample = tmp_path / "out" / "data" / "train-4.spacy"  # not there: records restored without data/
+    run = AbRun("sla", 0, 4, config, tmp_path / "out", sample, tmp_path / "dev.spacy", sizes_compared=True,
+                by_mask=True)
+    run.run_dir.mkdir(parents=True)
+    (run.run_dir / "run.json").write_text(json.dumps({"settings": run.settings()}), encoding="utf8")
+    assert not is_reported(run)  # not scored yet
+    (run.run_dir / "dev-evaluation.json").write_text("{}", encoding="utf8")
+    assert not is_reported(run)  # --by-mask: neither strata nor a model to compute them from
+    (run.run_dir / STRATA_FILE).write_text("{}", encoding="utf8")
+    assert is_reported(run)
+    other_seed = AbRun("sla", 0, 4, config, tmp_path / "out", sample, tmp_path / "dev.spacy", sizes_compared=True,
+                       sample_seed=1, by_mask=True)
+    assert not is_reported(other_seed)  # the same directory, recorded with another sample: another run
