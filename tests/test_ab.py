@@ -284,7 +284,7 @@ def test_bad_input_is_refused_before_training_and_leaves_no_report(tiny_bert, tm
                                  str(train)])
     assert result.exit_code == 1 and "--paths.dev PATH" in result.output
     result = ab(tmp_path / "configs", tmp_path / "out", train, without_entities, tiny_bert, "--variants", "nosuch")
-    assert result.exit_code == 1 and "[E039]" in result.output
+    assert result.exit_code == 1 and "[E056]" in result.output  # not an arm of the manifest
 
 
 def test_init_config_refuses_a_config_without_a_transformer(tmp_path):
@@ -348,13 +348,24 @@ def test_a_sample_drawn_with_another_seed_is_another_run(tmp_path):
 
 
 def write_budget_configs(config_dir: Path) -> Path:
+    """Two configs of a training budget and nothing else, with the manifest
+    `spacy sla ab` takes its arms from."""
+    from spacy_sla.research.pipeline_configs import write_manifest
+
     config_dir.mkdir(parents=True, exist_ok=True)
     for variant in ("vanilla", "sla"):
         (config_dir / f"{variant}.cfg").write_text(
             "[paths]\ntrain = null\ndev = null\n\n[system]\nseed = 0\n\n"
             "[training]\nmax_steps = 2\n\n[training.optimizer]\n\n[training.optimizer.learn_rate]\ntotal_steps = 2\n",
             encoding="utf8")
+    write_manifest(config_dir, {variant: config_dir / f"{variant}.cfg" for variant in ("vanilla", "sla")},
+                   transformer="transformer")
     return config_dir
+
+
+def write_budget_data(root: Path, n_train: int = 12):
+    return (write_corpus(root / "train.spacy", annotated_docs(n_train, 0)),
+            write_corpus(root / "dev.spacy", annotated_docs(3, 1)))
 
 
 def test_a_size_override_changes_the_runs_of_its_size_only(tmp_path):
@@ -363,24 +374,24 @@ def test_a_size_override_changes_the_runs_of_its_size_only(tmp_path):
     from spacy_sla.research.ab import AbPlan, parse_size_overrides, run_config
 
     configs = write_budget_configs(tmp_path / "configs")
+    train, dev = write_budget_data(tmp_path)
     common = {"training.max_steps": 400, "training.optimizer.learn_rate.total_steps": 400}
-    arguments = (configs, tmp_path / "out", tmp_path / "train.spacy", tmp_path / "dev.spacy", ["sla"], [0, 1],
-                 [500, 2000], 0, common)
-    longer = parse_size_overrides(["2000:training.max_steps=800,training.optimizer.learn_rate.total_steps=800"])
+    arguments = (configs, tmp_path / "out", train, dev, ["sla"], [0, 1], [5, 10], 0, common)
+    longer = parse_size_overrides(["10:training.max_steps=800,training.optimizer.learn_rate.total_steps=800"])
     plan, before = AbPlan(*arguments, size_overrides=longer), AbPlan(*arguments)
     plan.check()
     runs = plan.runs()
     assert len(runs) == 8
     for run, same_run in zip(runs, before.runs()):
-        if run.size == 500:
+        if run.size == 5:
             assert run.settings() == same_run.settings()
         else:
             assert run.overrides == {"training.max_steps": 800, "training.optimizer.learn_rate.total_steps": 800}
             assert run.settings() != same_run.settings()
             training = run_config(run)["training"]
             assert training["max_steps"] == 800 and training["optimizer"]["learn_rate"]["total_steps"] == 800
-    assert plan.to_json()["size_overrides"] == {"2000": {"training.max_steps": 800,
-                                                         "training.optimizer.learn_rate.total_steps": 800}}
+    assert plan.to_json()["size_overrides"] == {"10": {"training.max_steps": 800,
+                                                       "training.optimizer.learn_rate.total_steps": 800}}
     assert before.to_json()["size_overrides"] == {}
 
 
@@ -396,25 +407,25 @@ def test_size_overrides_are_read_as_spacy_reads_overrides_and_bad_ones_are_refus
         with pytest.raises(ValueError, match=r"\[E043\]"):
             parse_size_overrides([bad])
     configs = write_budget_configs(tmp_path / "configs")
-    arguments = (configs, tmp_path / "out", tmp_path / "train.spacy", tmp_path / "dev.spacy", ["sla"], [0],
-                 [500, 2000])
-    with pytest.raises(ValueError, match=r"\[E043\].*1000"):
-        AbPlan(*arguments, size_overrides={1000: {"training.max_steps": 5}}).check()
+    train, dev = write_budget_data(tmp_path)
+    arguments = (configs, tmp_path / "out", train, dev, ["sla"], [0], [5, 10])
+    with pytest.raises(ValueError, match=r"\[E043\].*7"):
+        AbPlan(*arguments, size_overrides={7: {"training.max_steps": 5}}).check()
     with pytest.raises(ValueError, match=r"\[E043\].*all"):  # the whole set is not among the sizes
         AbPlan(*arguments, size_overrides={None: {"training.max_steps": 5}}).check()
-    whole = AbPlan(*arguments[:6], [500, None], size_overrides={None: {"training.max_steps": 5}})
+    whole = AbPlan(*arguments[:6], [5, None], size_overrides={None: {"training.max_steps": 5}})
     whole.check()
     assert [run.overrides for run in whole.runs() if run.size is None] == [{"training.max_steps": 5}] * 2
     assert whole.to_json()["size_overrides"] == {"all": {"training.max_steps": 5}}
     with pytest.raises(ValueError, match="has the setting training.nosuch"):
-        AbPlan(*arguments, size_overrides={2000: {"training.nosuch": 5}}).check()
+        AbPlan(*arguments, size_overrides={10: {"training.nosuch": 5}}).check()
     result = runner.invoke(app, ["sla", "ab", str(configs), str(tmp_path / "out"), "--paths.train",
-                                 str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy"),
-                                 "--train-sizes", "500", "--size-override", "500:training.max_steps", "--dry-run"])
+                                 str(train), "--paths.dev", str(dev),
+                                 "--train-sizes", "5", "--size-override", "5:training.max_steps", "--dry-run"])
     assert result.exit_code == 1 and "[E043]" in result.output, result.output
     result = runner.invoke(app, ["sla", "ab", str(configs), str(tmp_path / "out"), "--paths.train",
-                                 str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy"),
-                                 "--train-sizes", "500,2000", "--size-override", "2000:training.max_steps=9",
+                                 str(train), "--paths.dev", str(dev),
+                                 "--train-sizes", "5,10", "--size-override", "10:training.max_steps=9",
                                  "--dry-run"])
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "out").exists()  # a dry run writes nothing

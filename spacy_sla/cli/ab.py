@@ -8,7 +8,13 @@ import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
+from ..errors import Errors
 from ..research.ab import (
+    AB_FILES,
+    INTERIM_FILES,
+    INTERIM_REPORT,
+    REPORT,
+    AbInterrupted,
     AbPlan,
     AbResult,
     dry_run_lines,
@@ -20,13 +26,18 @@ from ..research.ab import (
     prepare,
     progress_line,
     run_sequentially,
+    stop_on_signals,
 )
+from ..research.ab_lock import hold_output_dir, live_holder
 from ..research.ab_report import write_report
 from ..research.pipeline_configs import (
     DEFAULT_PARSER,
-    REFERENCE,
+    MANIFEST,
     VARIANT_OPTIONS,
+    edited_arms,
     init_variant_configs,
+    manifest_variants,
+    parse_sla_layers,
     variant_names,
 )
 from ._app import sla_cli
@@ -41,7 +52,7 @@ def _split(values: str) -> List[str]:
 @sla_cli.command("init-config")
 def init_config_cli(
     input_path: Path = Arg(..., help="Your config, e.g. from `spacy init config --gpu`", exists=True, dir_okay=False),
-    output_dir: Path = Arg(..., help="Writes OUTPUT_DIR/vanilla.cfg and OUTPUT_DIR/VARIANT.cfg"),
+    output_dir: Path = Arg(..., help="Writes OUTPUT_DIR/vanilla.cfg, OUTPUT_DIR/VARIANT.cfg and OUTPUT_DIR/{MANIFEST}, the arms `spacy sla ab` compares; a new or empty folder"),
     variants: str = Opt("sla,window", "--variants", help=f"Comma-separated, of: {', '.join(variant_names())}"),
     parser: str = Opt(DEFAULT_PARSER, "--parser", help="A pipeline with a parser, sourced when the config has none"),
     component: Optional[str] = Opt(None, "--component", help="The transformer component, if the config has several"),
@@ -50,20 +61,23 @@ def init_config_cli(
     window: Optional[int] = Opt(None, "--window", help="Tokens on each side of the window mask (default 3)"),
     punct_rule: Optional[str] = Opt(None, "--punct-rule", help="authors, spacy or none"),
     sla_layers: Optional[str] = Opt(None, "--sla-layers", help="Comma-separated layer indices with a local branch"),
+    overwrite: bool = Opt(False, "--overwrite", help="Write into a folder that holds files: replace those of the same names and the configs of an earlier init-config call; leave others alone (they are not arms)"),
 ):
     """Turn a spacy-transformers config into one config per attention
     variant (vanilla first), identical except in the transformer's blocks,
-    with a parser before the transformer that gives SLA its parse."""
-    options = {"threshold": threshold, "window": window, "punct_rule": punct_rule,
-               "sla_layers": None if sla_layers is None else [int(layer) for layer in _split(sla_layers)]}
-    assert set(options) == set(VARIANT_OPTIONS)
+    with a parser before the transformer that gives SLA its parse, and a
+    manifest of them. Every option is checked before anything is written."""
     try:
+        options = {"threshold": threshold, "window": window, "punct_rule": punct_rule,
+                   "sla_layers": None if sla_layers is None else parse_sla_layers(sla_layers)}
+        assert set(options) == set(VARIANT_OPTIONS)
         written = init_variant_configs(input_path, output_dir, _split(variants), parser=parser, transformer=component,
-                                       vanilla_parser=not no_vanilla_parser, options=options)
+                                       vanilla_parser=not no_vanilla_parser, options=options, overwrite=overwrite)
     except (ValueError, OSError) as error:
         msg.fail(str(error), exits=1)
     for variant, path in written.items():
         msg.good(f"{variant}: {path}")
+    msg.good(f"The arms of `spacy sla ab`: {output_dir / MANIFEST}")
     msg.info(f"Next: python -m spacy sla ab {output_dir} OUTPUT_DIR --paths.train TRAIN --paths.dev DEV")
 
 
@@ -72,7 +86,7 @@ def ab_cli(
     ctx: typer.Context,
     config_dir: Path = Arg(..., help="The configs of `spacy sla init-config`", exists=True, file_okay=False),
     output_dir: Path = Arg(..., help="Runs go to OUTPUT_DIR/[size-N/]VARIANT/seedN; report.md, report.json, report.png"),
-    variants: str = Opt("", "--variants", help="Comma-separated (default: every config in CONFIG_DIR but vanilla)"),
+    variants: str = Opt("", "--variants", help="Comma-separated, among the arms of CONFIG_DIR/{MANIFEST} (default: all of them)"),
     seeds: str = Opt("0,1,2", "--seeds", help="Comma-separated seeds, one run per variant each"),
     train_sizes: str = Opt("all", "--train-sizes", help="Comma-separated training sizes in documents, or all"),
     size_override: List[str] = Opt([], "--size-override", help="SIZE:KEY=VALUE[,KEY=VALUE] (SIZE a number or all): settings for one training size only, e.g. a longer budget for a larger sample; repeatable"),
@@ -94,7 +108,9 @@ def ab_cli(
     the last models on the dev set, and write a report: per score, the
     paired difference to vanilla over seeds and over resampled dev
     documents, verdicts, cost and dev curves. Needs --paths.train and
-    --paths.dev; other `--section.key value` arguments override the configs."""
+    --paths.dev; other `--section.key value` arguments override the configs.
+    One call at a time holds OUTPUT_DIR (OUTPUT_DIR/.ab.lock); SIGTERM or
+    Ctrl-C stops the run that trains, which the next call trains again."""
     overrides: Dict[str, object] = parse_config_overrides(ctx.args)
     missing = [key for key in ("paths.train", "paths.dev") if key not in overrides]
     if missing:
@@ -102,8 +118,8 @@ def ab_cli(
     if resamples < 1:
         msg.fail(f"--resamples takes a whole number >= 1; got {resamples}", exits=1)
     train_path, dev_path = Path(str(overrides.pop("paths.train"))), Path(str(overrides.pop("paths.dev")))
-    chosen = _split(variants) or sorted(path.stem for path in config_dir.glob("*.cfg") if path.stem != REFERENCE)
     try:
+        chosen = _split(variants) or manifest_variants(config_dir)
         plan = AbPlan(config_dir, output_dir, train_path, dev_path, chosen, [int(seed) for seed in _split(seeds)],
                       parse_sizes(_split(train_sizes)), sample_seed, overrides, gpu_id,
                       "best" if best else "last", resamples, size_overrides=parse_size_overrides(size_override),
@@ -113,18 +129,30 @@ def ab_cli(
             for line in dry_run_lines(plan.runs()):
                 print(line)
             return
+        for path in edited_arms(config_dir, plan.arms):
+            msg.warn(f"{path} was changed after `spacy sla init-config` wrote it; it is compared as long as it "
+                     "differs from vanilla in attention only.")
         if report_only:
-            plan.check()
             _report_finished_part(plan, no_figure, by_mask)
             return
-        runs = prepare(plan)
+        with stop_on_signals(), hold_output_dir(output_dir, notify=msg.warn):
+            _compare(plan, ray or ray_address is not None, ray_address, ray_cpus_per_run, ray_gpus_per_run,
+                     no_figure, by_mask)
+    except AbInterrupted as stop:
+        msg.fail(Errors.E063.format(signal=str(stop), run=stop.run_name or "none"), exits=128 + stop.signum)
     except (ValueError, OSError) as error:
         msg.fail(str(error), exits=1)
-    if ray or ray_address:
+
+
+def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_run: float, ray_gpus_per_run: float,
+             no_figure: bool, by_mask: bool) -> None:
+    """Check, train and evaluate every run, and write the report (OUTPUT_DIR held)."""
+    runs = prepare(plan)
+    if ray:
         from ..research.distributed import run_grid
 
-        if gpu_id >= 0 and ray_gpus_per_run <= 0:
-            msg.warn(f"--gpu-id {gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")
+        if plan.gpu_id >= 0 and ray_gpus_per_run <= 0:
+            msg.warn(f"--gpu-id {plan.gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")
         results: List[AbResult] = run_grid(runs, address=ray_address, cpus_per_run=ray_cpus_per_run,
                                            gpus_per_run=ray_gpus_per_run, execute=execute_logged, lost=lost_run,
                                            describe=progress_line)
@@ -136,18 +164,32 @@ def ab_cli(
     if failed:
         msg.fail(f"{len(failed)} of {len(results)} runs failed (see above); run the same command again to retry them. "
                  "No report was written.", exits=1)
-    try:
-        paths = write_report(plan, runs, figure=not no_figure, by_mask=by_mask)
-    except (ValueError, OSError) as error:
-        msg.fail(str(error), exits=1)
+    paths = write_report(plan, runs, figure=not no_figure, by_mask=by_mask)
     print(paths["md"].read_text(encoding="utf8"))
     msg.good("Wrote " + ", ".join(str(path) for path in paths.values()))
 
 
 def _report_finished_part(plan: AbPlan, no_figure: bool, by_mask: bool) -> None:
-    """--report-only: the report of the seeds finished by every variant."""
+    """--report-only: the report of the seeds finished by every variant. It
+    reads records only, so it may run while another call trains into
+    OUTPUT_DIR; then it writes report-interim.* and leaves the report files
+    to that call. Otherwise it holds OUTPUT_DIR while it writes."""
+    plan.check(train_data=False)
+    holder = live_holder(plan.output_dir)
+    if holder is not None:
+        msg.warn(f"pid {holder.get('pid', 'unknown')} on {holder.get('host', 'an unknown host')} is training into "
+                 f"{plan.output_dir}: writing the interim report as {INTERIM_REPORT}.*")
+        _write_finished_part(plan, no_figure, by_mask, INTERIM_REPORT, INTERIM_FILES)
+        return
+    with hold_output_dir(plan.output_dir, notify=msg.warn):
+        _write_finished_part(plan, no_figure, by_mask)
+
+
+def _write_finished_part(plan: AbPlan, no_figure: bool, by_mask: bool, stem: str = REPORT,
+                         record: str = AB_FILES) -> None:
     finished_plan, runs, left_out = finished_part(plan, plan.runs())
-    paths = write_report(finished_plan, runs, figure=not no_figure, by_mask=by_mask, left_out=left_out)
+    paths = write_report(finished_plan, runs, figure=not no_figure, by_mask=by_mask, left_out=left_out, stem=stem,
+                         record=record)
     print(paths["md"].read_text(encoding="utf8"))
     if left_out:
         msg.warn(f"Left out with their seeds: {', '.join(left_out)}")

@@ -20,15 +20,26 @@ more seeds or sizes. The report needs a run's records, not its models: with
 --drop-models each run's models are deleted once it is scored, and a run
 whose records are complete is kept without them (the output directory, a few
 MB without data/ and the models, is then the comparison's record).
+
+Safety: one call holds OUTPUT_DIR at a time (ab_lock.py); SIGTERM or SIGINT
+stops the training child's process group and leaves its run unrecorded
+(stop_on_signals); the arms are those CONFIG_DIR's manifest names, each
+differing from vanilla only in attention, and every arm's attention settings
+and the data are checked before the first run trains (AbPlan.check); ab
+overwrites only the plan and report files it wrote itself (.ab-files.json).
 """
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -44,7 +55,13 @@ from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
 from .dev_evaluation import EVALUATION_VERSION
 from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
-from .pipeline_configs import REFERENCE
+from .pipeline_configs import (
+    REFERENCE,
+    arm_differences,
+    check_attention_model,
+    read_manifest,
+    transformer_layer_count,
+)
 
 PLAN = "plan.json"
 RUN_SETTINGS = "run.json"
@@ -54,6 +71,133 @@ EVALUATION = "dev-evaluation.json"
 SAMPLES = "samples.json"
 MODELS = ("model-last", "model-best")  # what `spacy train` saves in a run directory
 ALL = "all"
+REPORT = "report"
+INTERIM_REPORT = "report-interim"  # --report-only while another call holds OUTPUT_DIR
+REPORT_SUFFIXES = (".md", ".json", ".png")
+AB_FILES = ".ab-files.json"  # the plan and report files ab wrote, by SHA-256: the only ones it overwrites
+INTERIM_FILES = ".ab-interim-files.json"  # the same for the interim report, written beside a running call
+STOP_GRACE_SECONDS = 20  # how long a stopped training child may take to exit before it is killed
+CORPUS_READER = "spacy.Corpus.v1"
+
+
+def report_names(stem: str = REPORT) -> List[str]:
+    return [stem + suffix for suffix in REPORT_SUFFIXES]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _is_ab_plan(path: Path) -> bool:
+    """Whether path is a plan.json that ab wrote (by its content)."""
+    try:
+        plan = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(plan, dict) and plan.get("reference") == REFERENCE and {"config_dir", "variants",
+                                                                             "configs"} <= set(plan)
+
+
+def foreign_outputs(output_dir: Path, names: Sequence[str], record: str = AB_FILES) -> List[str]:
+    """The files of `names` in output_dir that ab did not write: not in its
+    record with their content. An output directory of a version of ab that
+    kept no record is recognised by its plan.json."""
+    present = [name for name in names if (output_dir / name).exists()]
+    if not present:
+        return []
+    record_path = output_dir / record
+    if not record_path.exists():
+        if _is_ab_plan(output_dir / PLAN):
+            return []
+        return present
+    try:
+        written = json.loads(record_path.read_text(encoding="utf8"))
+    except ValueError:
+        written = {}
+    return [name for name in present
+            if not (output_dir / name).is_file() or written.get(name) != _sha256(output_dir / name)]
+
+
+def check_outputs(output_dir: Path, names: Sequence[str], record: str = AB_FILES) -> None:
+    """[E064] unless every file of names in output_dir is one ab wrote."""
+    foreign = foreign_outputs(output_dir, names, record)
+    if foreign:
+        raise ValueError(Errors.E064.format(files=", ".join(foreign), output_dir=output_dir, record=record))
+
+
+def record_outputs(output_dir: Path, paths: Sequence[Path], record: str = AB_FILES) -> None:
+    """Add files ab has just written to its record, so a later call may replace them."""
+    record_path = output_dir / record
+    try:
+        written = json.loads(record_path.read_text(encoding="utf8")) if record_path.exists() else {}
+    except ValueError:
+        written = {}
+    written.update({path.name: _sha256(path) for path in paths})
+    write_atomically(record_path, json.dumps(written, indent=2, sort_keys=True).encode("utf8"))
+
+
+def corpus_documents(path: Path, which: str, reader: Optional[str] = CORPUS_READER) -> Optional[int]:
+    """The number of documents of a training or dev corpus, or [E062] when
+    its reader cannot read it: a missing path, a file that is not a .spacy
+    DocBin, a directory without one. For another reader than
+    spacy.Corpus.v1 only that the path can be read (None documents)."""
+    if not path.exists():
+        raise ValueError(Errors.E062.format(path=path, which=which, reason="it does not exist"))
+    if not os.access(path, os.R_OK):
+        raise ValueError(Errors.E062.format(path=path, which=which, reason="it cannot be read (permissions)"))
+    if reader != CORPUS_READER:
+        return None
+    if path.is_dir():
+        files = sorted(path.rglob("*.spacy"))
+        if not files:
+            raise ValueError(Errors.E062.format(path=path, which=which, reason="the directory holds no .spacy file"))
+    elif path.suffix != ".spacy":
+        raise ValueError(Errors.E062.format(path=path, which=which, reason="it is not a .spacy file"))
+    else:
+        files = [path]
+    count = 0
+    for file_path in files:
+        try:
+            count += len(DocBin().from_disk(file_path))
+        except Exception as error:  # zlib, msgpack or a permission error: a file spaCy cannot read
+            raise ValueError(Errors.E062.format(path=path, which=which, reason=(
+                f"{file_path} is not a DocBin spaCy can read ({type(error).__name__}: {error})"))) from None
+    return count
+
+
+class AbInterrupted(BaseException):
+    """SIGTERM or SIGINT reached `spacy sla ab`. A BaseException, as
+    KeyboardInterrupt, so that execute(), which reports a failed run and
+    goes on with the grid, lets it through."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.run_name: Optional[str] = None
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGINT into AbInterrupted while the block runs (in
+    the main thread; elsewhere signals cannot be handled), so that the
+    training child is stopped (run_command) and the lock released on the
+    way out; a second signal while that happens is ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping = (signal.SIGTERM, signal.SIGINT)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        for other in stopping:
+            signal.signal(other, signal.SIG_IGN)
+        raise AbInterrupted(signum)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in stopping}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def read_docbin_corpus(path: Path) -> List[Doc]:
@@ -231,16 +375,49 @@ def run_config(run: AbRun) -> Config:
     return config
 
 
+def stop_process_group(process: "subprocess.Popen[bytes]") -> None:
+    """Stop a child started in its own session and whatever it started:
+    SIGTERM to its process group, SIGKILL after STOP_GRACE_SECONDS, and a
+    SIGKILL to what is left of the group once the child has exited."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
 def run_command(command: List[str], log_path: Optional[Path]) -> None:
     """Run a command, failing with CalledProcessError; its output goes to
     the terminal or, with log_path, to that file (a Ray worker has no
-    terminal, and a failed run is reported with the log's tail)."""
-    if log_path is None:
-        subprocess.run(command, check=True)
-        return
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("w", encoding="utf8") as log:
-        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+    terminal, and a failed run is reported with the log's tail). The
+    command runs in a process group of its own, stopped with it when this
+    process is interrupted (AbInterrupted, KeyboardInterrupt), so that no
+    training goes on without the call that records it."""
+    log = None
+    try:
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = log_path.open("w", encoding="utf8")
+        process = subprocess.Popen(command, stdout=log, stderr=None if log is None else subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            returncode = process.wait()
+        except BaseException:
+            stop_process_group(process)
+            raise
+    finally:
+        if log is not None:
+            log.close()
+    if returncode:
+        raise subprocess.CalledProcessError(returncode, command)
 
 
 def finished_settings(run: AbRun) -> Optional[Dict[str, Any]]:
@@ -391,15 +568,37 @@ class AbPlan:
     def config_path(self, variant: str) -> Path:
         return self.config_dir / f"{variant}.cfg"
 
-    def check(self) -> None:
-        """Refuse what cannot work before anything is trained: a missing
-        variant config, an override no config has, a dev set without
-        documents or without the annotation the configs' scores need."""
+    def check(self, train_data: bool = True) -> None:
+        """Refuse what cannot work before anything is trained: a variant the
+        manifest of CONFIG_DIR does not name, a missing or unreadable arm
+        config, an arm that differs from vanilla in more than attention,
+        attention settings the builders refuse, an override no config has,
+        training data the reader cannot read or too small for a size, a dev
+        set without documents or without the annotation the configs' scores
+        need, plan or report files in OUTPUT_DIR that ab did not write.
+        train_data=False leaves the training data out (--report-only reads
+        records)."""
+        manifest = read_manifest(self.config_dir)
+        unknown = [variant for variant in self.arms if variant not in manifest["arms"]]
+        if unknown:
+            raise ValueError(Errors.E056.format(variants=", ".join(unknown), config_dir=self.config_dir,
+                                                known=", ".join(manifest["arms"])))
         for variant in self.arms:
             if not self.config_path(variant).is_file():
                 raise ValueError(Errors.E039.format(variant=variant, config_dir=self.config_dir,
                                                     path=self.config_path(variant)))
-        configs = [load_config(self.config_path(variant), interpolate=False) for variant in self.arms]
+        configs = [self._read_config(variant) for variant in self.arms]
+        transformer = str(manifest.get("transformer", "transformer"))
+        added = list(manifest.get("added_components", []))
+        for variant, config in zip(self.arms[1:], configs[1:]):
+            differing = arm_differences(configs[0], config, transformer, added)
+            if differing:
+                shown = ", ".join(differing[:12]) + (f" and {len(differing) - 12} more" if len(differing) > 12 else "")
+                raise ValueError(Errors.E058.format(path=self.config_path(variant), variant=variant,
+                                                    reference=self.config_path(REFERENCE), keys=shown,
+                                                    transformer=transformer, config_dir=self.config_dir))
+        for variant in self.arms:
+            self._check_attention(variant, transformer)
         for size, settings in self.size_overrides.items():
             if size not in self.sizes:
                 raise ValueError(Errors.E043.format(size=size_label(size),
@@ -409,7 +608,58 @@ class AbPlan:
         for key in sorted(keys):
             if not any(has_setting(config, key) for config in configs):
                 raise ValueError(f"None of the configs in {self.config_dir} has the setting {key} to override.")
+        if train_data:
+            self._check_training_data(configs[0])
+        corpus_documents(self.dev_path, "dev", _reader(configs[0], "dev"))
         check_dev_annotation(self.dev_path, configs[0])
+        check_outputs(self.output_dir, [PLAN, *report_names()])
+
+    def _read_config(self, variant: str) -> Config:
+        path = self.config_path(variant)
+        try:
+            return load_config(path, interpolate=False)
+        except Exception as error:  # thinc's and configparser's errors name the file '<string>'
+            raise ValueError(Errors.E057.format(path=path, variant=variant, config_dir=self.config_dir,
+                                                reason=" ".join(f"{type(error).__name__}: {error}".split()))) from None
+
+    def _check_attention(self, variant: str, transformer: str) -> None:
+        """The arm's attention as training builds it: the config with the
+        run's settings (the overrides of every size), interpolated, its
+        mask built and its sla_layers checked against the model's layers."""
+        path = self.config_path(variant)
+        for size in self.sizes:
+            config = load_config(path, interpolate=False)
+            settings = {"paths.train": str(self.train_path), "paths.dev": str(self.dev_path),
+                        **self.overrides_at(size)}
+            settings = {key: value for key, value in settings.items() if has_setting(config, key)}
+            try:
+                resolved = load_config(path, overrides=settings, interpolate=True)
+            except Exception as error:
+                raise ValueError(Errors.E057.format(path=path, variant=variant, config_dir=self.config_dir,
+                                                    reason=" ".join(f"{type(error).__name__}: {error}".split())
+                                                    )) from None
+            block = resolved.get("components", {}).get(transformer)
+            if not isinstance(block, dict) or not isinstance(block.get("model"), dict):
+                continue  # not an init-config transformer block: nothing of attention to build
+            model = block["model"]
+            n_layers = transformer_layer_count(model.get("name")) if model.get("sla_layers") is not None else None
+            try:
+                check_attention_model(model, n_layers)
+            except ValueError as error:
+                raise ValueError(Errors.E065.format(variant=variant, path=path, reason=str(error))) from None
+
+    def _check_training_data(self, config: Dict[str, Any]) -> None:
+        """[E062] for training data its reader cannot read or without
+        documents; [E037] for a training size the corpus cannot give."""
+        samples = [size for size in self.sizes if size is not None]
+        reader = CORPUS_READER if samples else _reader(config, "train")
+        documents = corpus_documents(self.train_path, "train", reader)
+        if documents == 0:
+            raise ValueError(Errors.E062.format(path=self.train_path, which="train", reason="it has no documents"))
+        too_large = [size for size in samples if documents is not None and size >= documents]
+        if too_large:
+            raise ValueError(Errors.E037.format(size=min(too_large), path=self.train_path,
+                                                reason=f"it has {documents} documents"))
 
     def runs(self, training_files: Optional[Dict[Optional[int], Path]] = None) -> List[AbRun]:
         """Size by size, seed by seed, the reference first: an interrupted
@@ -456,6 +706,13 @@ ANNOTATION_NEEDED: Dict[str, Any] = {
 }
 
 
+def _reader(config: Dict[str, Any], which: str) -> Optional[str]:
+    """The reader of [corpora.train] or [corpora.dev], spacy.Corpus.v1 when
+    the config does not say (then `spacy train` fails on its own)."""
+    block = config.get("corpora", {}).get(which)
+    return block.get("@readers", CORPUS_READER) if isinstance(block, dict) else CORPUS_READER
+
+
 def weighted_scores(config: Dict[str, Any]) -> List[str]:
     """The keys of the config's score weights that count (a weight other than 0 or null)."""
     return [key for key, value in config.get("training", {}).get("score_weights", {}).items() if value]
@@ -485,6 +742,7 @@ def prepare(plan: AbPlan) -> List[AbRun]:
     plan.check()
     files = draw_training_samples(plan.train_path, plan.sizes, plan.output_dir / "data", plan.sample_seed)
     write_atomically(plan.output_dir / PLAN, json.dumps(plan.to_json(), indent=2).encode("utf8"))
+    record_outputs(plan.output_dir, [plan.output_dir / PLAN])
     return plan.runs(files)
 
 
@@ -553,7 +811,11 @@ def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = prin
     results = []
     for position, run in enumerate(runs, 1):
         report(f"[{position}/{len(runs)}] {run.name}: " + " ".join(run.train_command()))
-        result = execute(run)
+        try:
+            result = execute(run)
+        except AbInterrupted as stop:
+            stop.run_name = run.name
+            raise
         results.append(result)
         report(progress_line(position, len(runs), result))
     return results

@@ -25,7 +25,18 @@ from spacy.util import load_config
 
 from ..errors import Errors
 from ..files import write_atomically
-from .ab import AbPlan, AbRun, finished_settings, size_label, training_curve
+from .ab import (
+    AB_FILES,
+    REPORT,
+    AbPlan,
+    AbRun,
+    check_outputs,
+    finished_settings,
+    record_outputs,
+    report_names,
+    size_label,
+    training_curve,
+)
 from .dev_predictions import bootstrap_table, strata_table
 from .intervals import ALPHA, BETTER, NOT_SHOWN, TOO_FEW, WORSE, holm_adjusted, paired_difference, t_quantile_975
 from .mask_strata import NoLocalMaskError, kept_strata, rows_by_mask
@@ -456,20 +467,23 @@ def plot_report(report: Dict[str, Any], path: Path) -> None:
 
 
 def write_report(plan: AbPlan, runs: Sequence[AbRun], figure: bool = True, by_mask: bool = False,
-                 left_out: Sequence[str] = ()) -> Dict[str, Path]:
-    """report.json, report.md (and report.png), written only once all of
-    them could be made."""
+                 left_out: Sequence[str] = (), stem: str = REPORT, record: str = AB_FILES) -> Dict[str, Path]:
+    """STEM.json, STEM.md (and STEM.png), written only once all of them
+    could be made, and only over files of those names that ab wrote
+    ([E064]); recorded in OUTPUT_DIR/RECORD as ab's."""
+    check_outputs(plan.output_dir, report_names(stem), record)
     report = build_report(plan, runs, by_mask, left_out)
-    paths = {"json": plan.output_dir / "report.json", "md": plan.output_dir / "report.md"}
+    paths = {"json": plan.output_dir / f"{stem}.json", "md": plan.output_dir / f"{stem}.md"}
     if figure:
         try:
             import matplotlib  # noqa: F401
         except ImportError:  # the plots extra is not installed: the tables alone
             figure = False
-    text = markdown_report(report, "report.png" if figure else None)
+    text = markdown_report(report, f"{stem}.png" if figure else None)
     if figure:
-        paths["png"] = plan.output_dir / "report.png"
+        paths["png"] = plan.output_dir / f"{stem}.png"
         plot_report(report, paths["png"])
     write_atomically(paths["json"], json.dumps(report, indent=2, default=str).encode("utf8"))
     write_atomically(paths["md"], text.encode("utf8"))
+    record_outputs(plan.output_dir, list(paths.values()), record)
     return paths

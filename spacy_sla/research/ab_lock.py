@@ -1,0 +1,139 @@
+"""One `spacy sla ab` per output directory: OUTPUT_DIR/.ab.lock, created
+with O_CREAT | O_EXCL, holds the pid and host of the call that owns the
+directory. A second call is refused with [E053] while that process lives;
+a lock left by a process that is gone (killed with SIGKILL, a machine that
+rebooted) is taken over."""
+import json
+import os
+import socket
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, Optional
+
+from ..errors import Errors
+
+LOCK_FILE = ".ab.lock"
+
+
+def _start_ticks(pid: int) -> Optional[int]:
+    """When the process started (clock ticks since boot, /proc/PID/stat),
+    which tells a reused pid from the lock's process; None off Linux."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces
+    fields = stat[stat.rindex(")") + 2:].split()
+    return int(fields[19]) if fields[0] != "Z" else None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this pid runs on this host (a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return state[state.rindex(")") + 2:].split()[0] != "Z"
+
+
+def _holder_alive(holder: Dict[str, Any]) -> bool:
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or holder.get("host") != socket.gethostname():
+        return True  # nothing to check it by: taken as alive, the error says how to remove it
+    if not process_alive(pid):
+        return False
+    recorded, now = holder.get("start_ticks"), _start_ticks(pid)
+    return recorded is None or now is None or recorded == now
+
+
+def read_holder(lock: Path) -> Optional[Dict[str, Any]]:
+    """The lock's record; {} for one being written or unreadable, None
+    when there is no lock."""
+    try:
+        text = lock.read_text(encoding="utf8")
+    except FileNotFoundError:
+        return None
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def live_holder(output_dir: Path) -> Optional[Dict[str, Any]]:
+    """The record of a live process holding output_dir, else None."""
+    holder = read_holder(output_dir / LOCK_FILE)
+    return holder if holder is not None and _holder_alive(holder) else None
+
+
+def _refusal(output_dir: Path, lock: Path, holder: Dict[str, Any]) -> ValueError:
+    return ValueError(Errors.E053.format(output_dir=output_dir, pid=holder.get("pid", "unknown"),
+                                         host=holder.get("host", "an unknown host"), lock=lock))
+
+
+def _take_over(lock: Path, stale: Dict[str, Any]) -> bool:
+    """Remove a stale lock unless another call replaced it meanwhile: the
+    rename moves exactly one file, which is put back if it is not the
+    stale one."""
+    moved = lock.with_name(f"{LOCK_FILE}.{os.getpid()}.stale")
+    try:
+        os.rename(lock, moved)
+    except FileNotFoundError:
+        return False
+    if read_holder(moved) == stale:
+        moved.unlink()
+        return True
+    try:
+        os.link(moved, lock)
+    except FileExistsError:
+        pass
+    moved.unlink()
+    return False
+
+
+@contextmanager
+def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print) -> Iterator[Path]:
+    """Hold output_dir for this process while the block runs ([E053] if a
+    live process holds it); released on every exit, errors included. An
+    output directory made here is removed again if it is left empty."""
+    created = not output_dir.exists()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    lock = output_dir / LOCK_FILE
+    record = {"pid": os.getpid(), "host": socket.gethostname(), "start_ticks": _start_ticks(os.getpid()),
+              "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+    holder: Dict[str, Any] = {}
+    for _ in range(5):  # a stale lock taken over, or a lock that went meanwhile: try again
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = read_holder(lock)
+            if holder is None:
+                continue
+            if _holder_alive(holder):
+                raise _refusal(output_dir, lock, holder) from None
+            if _take_over(lock, holder):
+                notify(f"Took over {lock}: its process (pid {holder.get('pid')} on {holder.get('host')}) "
+                       "is no longer running.")
+            continue
+        with os.fdopen(descriptor, "w", encoding="utf8") as file:
+            json.dump(record, file)
+        break
+    else:
+        raise _refusal(output_dir, lock, holder)
+    try:
+        yield lock
+    finally:
+        if read_holder(lock) == record:
+            lock.unlink()
+        if created:
+            try:
+                output_dir.rmdir()
+            except OSError:  # not empty: what was written stays
+                pass
