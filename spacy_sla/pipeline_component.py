@@ -1,4 +1,5 @@
-from typing import Callable, Dict, Iterable, List, Optional
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 import numpy
 from spacy.language import Language
@@ -11,6 +12,7 @@ from spacy_transformers.layers import TransformerListener
 from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
+from .errors import Errors
 from .gates import GATES_ATTR, install_gate_extension, token_gates
 from .masks import MissingParseError
 
@@ -140,6 +142,11 @@ class SLATransformer(Transformer):
         self.cfg["max_batch_items"] = self._max_batch_items
 
     def from_disk(self, path, *, exclude=tuple()) -> "SLATransformer":
+        if "model" not in exclude and (Path(path) / "model").is_dir():
+            # spacy-transformers reads a `model` folder as its 1.0 layout and
+            # loads it with Hugging Face's own loader, past the checks of
+            # SLAShim.from_bytes; spacy-sla never saved that layout.
+            raise ValueError(Errors.E049.format(path=Path(path) / "model"))
         super().from_disk(path, exclude=exclude)
         self._restore_runtime_settings()
         return self

@@ -1,12 +1,25 @@
-from typing import Any, Dict, Optional
+import pickle
+import warnings
+from io import BytesIO
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any, Dict, Mapping, Optional
 
+import srsly
 import torch
+from spacy.util import SimpleFrozenDict, make_tempdir
 from spacy_transformers.data_classes import HFObjects
 from spacy_transformers.layers.hf_shim import HFShim
+from thinc.api import get_torch_default_device
 from thinc.types import ArgsKwargs
 from transformers import PretrainedConfig
 
+from ..errors import Errors, Warnings
 from .syntax_aware_transformer import SyntaxAwareTransformer
+
+# The only tokenizer setting spacy-transformers saves with a model; a saved
+# setting beyond it did not come from saving a pipeline, so it is dropped.
+SAVED_TOKENIZER_SETTINGS = ("use_fast",)
+TRUST_REMOTE_CODE = "trust_remote_code"
 
 
 class SyntaxAwareTransformerClass:
@@ -21,13 +34,47 @@ class SyntaxAwareTransformerClass:
         return SyntaxAwareTransformer.from_config(config, **self.options)
 
 
+def check_tokenizer_file_name(name: str) -> str:
+    """A name of a saved tokenizer file, refused ([E046]) unless it is a plain
+    file name: the files are written under their names into a temporary
+    folder when a pipeline loads, so a name with a folder part (an absolute
+    path, `../`, a drive) would write outside it."""
+    plain = (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "\x00" not in name
+        and PurePosixPath(name).name == name
+        and PureWindowsPath(name).name == name
+    )
+    if not plain:
+        raise ValueError(Errors.E046.format(name=repr(name)))
+    return name
+
+
+def loading_tokenizer_settings(saved: Mapping[str, Any], configured: Mapping[str, Any]) -> Dict[str, Any]:
+    """The tokenizer settings a saved model is loaded with: of the saved
+    ones, only those spacy-transformers saves itself; `trust_remote_code`
+    only from the config the pipeline is loaded with, never from the saved
+    model, so that a model's own bytes cannot ask to run the code it ships."""
+    settings = {key: saved[key] for key in SAVED_TOKENIZER_SETTINGS if key in saved}
+    settings[TRUST_REMOTE_CODE] = configured.get(TRUST_REMOTE_CODE) is True
+    return settings
+
+
 class SLAShim(HFShim):
     """The HFShim of spacy-transformers around a SyntaxAwareTransformer.
 
-    Serialization is HFShim's: the saved state is the SyntaxAwareTransformer's
-    state dict (encoder and gates) with the encoder's config and tokenizer.
-    Loading rebuilds a SyntaxAwareTransformer, whose load_state_dict refuses
-    to drop or ignore SLA weights, also on HFShim's non-strict fallback.
+    Serialization is HFShim's format: the saved state is the
+    SyntaxAwareTransformer's state dict (encoder and gates) with the
+    encoder's config and tokenizer files. Loading (from_bytes) is our own,
+    because the bytes come from a pipeline directory that may not be the
+    user's: the weights are read with `weights_only=True` (tensors only, no
+    pickled objects, whatever torch's default), tokenizer files are written
+    only under plain file names inside a temporary folder, and code shipped
+    with the model runs only if the loading config sets
+    `tokenizer_config = {"trust_remote_code": true}`. The rebuilt
+    SyntaxAwareTransformer's load_state_dict refuses to drop or ignore SLA
+    weights, also on the non-strict fallback.
 
     Prediction leaves the module in eval mode (see predict), so that threads
     sharing one pipeline can predict at the same time.
@@ -57,3 +104,60 @@ class SLAShim(HFShim):
         with torch.no_grad():
             with torch.autocast(device_type="cuda", enabled=self._mixed_precision):
                 return self._model(*inputs.args, **inputs.kwargs)
+
+    def from_bytes(self, bytes_data: bytes) -> "SLAShim":
+        msg = srsly.msgpack_loads(bytes_data)
+        config_dict = msg["config"]
+        if not config_dict:
+            self._hfmodel = HFObjects(
+                None, None, None, msg["_init_tokenizer_config"], msg["_init_transformer_config"]
+            )
+            return self
+        tokenizer_files = dict(msg["tokenizer"])
+        saved_settings = tokenizer_files.pop("kwargs", {}) or {}
+        for name in tokenizer_files:
+            check_tokenizer_file_name(name)
+        settings = loading_tokenizer_settings(saved_settings, self._hfmodel._init_tokenizer_config or {})
+        trust_remote_code = settings[TRUST_REMOTE_CODE]
+        if trust_remote_code:
+            warnings.warn(Warnings.W005)
+        with make_tempdir() as temp_dir:
+            config_file = temp_dir / "config.json"
+            srsly.write_json(config_file, config_dict)
+            for name, contents in tokenizer_files.items():
+                (temp_dir / name).write_bytes(contents)
+            try:
+                config = self.config_cls.from_pretrained(config_file, trust_remote_code=trust_remote_code)
+                tokenizer = self.tokenizer_cls.from_pretrained(str(temp_dir.absolute()), **settings)
+            except ValueError as error:
+                if trust_remote_code or "trust_remote_code" not in str(error):
+                    raise
+                raise ValueError(Errors.E047.format(reason=str(error).splitlines()[0])) from None
+            vocab_file_contents = _vocab_file_contents(tokenizer, temp_dir)
+        transformer = self.model_cls.from_config(config)
+        self._hfmodel = HFObjects(tokenizer, transformer, vocab_file_contents, SimpleFrozenDict(), SimpleFrozenDict())
+        self._model = transformer
+        device = get_torch_default_device()
+        try:
+            state = torch.load(BytesIO(msg["state"]), map_location=device, weights_only=True)
+        except pickle.UnpicklingError as error:
+            raise ValueError(Errors.E048.format(reason=str(error).splitlines()[0])) from None
+        try:
+            self._model.load_state_dict(state)
+        except RuntimeError:
+            # spacy-transformers' fallback for states saved by other
+            # transformers versions (renamed buffers); SLA weights are
+            # still checked strictly by SyntaxAwareTransformer.
+            warnings.warn(
+                "Error loading saved torch state_dict with strict=True, likely due to differences between "
+                "'transformers' versions. Attempting to load with strict=False as a fallback..."
+            )
+            self._model.load_state_dict(state, strict=False)
+        self._model.to(device)
+        return self
+
+
+def _vocab_file_contents(tokenizer: Any, folder: Path) -> Optional[bytes]:
+    if not hasattr(tokenizer, "vocab_file"):
+        return None
+    return (folder / tokenizer.vocab_files_names["vocab_file"]).read_bytes()

@@ -1,0 +1,155 @@
+"""Loading a pipeline directory that someone else wrote: the SLA
+transformer's saved model may be tampered with, and loading must neither
+write outside its temporary folder nor run code shipped with it."""
+import io
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict
+
+import pytest
+import spacy
+import srsly
+import torch
+
+from spacy_sla.layers.hf_shim import check_tokenizer_file_name, loading_tokenizer_settings
+
+from util import sla_nlp, the_cat_sat, trf_output
+
+MODEL_FILE = Path("sla_transformer") / "model"
+
+
+@pytest.fixture(scope="module")
+def saved_pipeline(tiny_bert, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("saved") / "pipeline"
+    sla_nlp(tiny_bert).to_disk(path)
+    return path
+
+
+def tampered_copy(saved: Path, destination: Path, change: Callable[[Dict[str, Any]], None]) -> Path:
+    """A copy of the saved pipeline whose SLA shim message went through
+    `change` (the message HFShim.to_bytes writes: config, state, tokenizer)."""
+    nlp = spacy.load(saved)
+    nlp.to_disk(destination)
+    model = srsly.msgpack_loads((destination / MODEL_FILE).read_bytes())
+    (node_shims,) = [shims for shims in model["shims"] if shims]
+    shim = srsly.msgpack_loads(node_shims[0])
+    change(shim)
+    node_shims[0] = srsly.msgpack_dumps(shim)
+    (destination / MODEL_FILE).write_bytes(srsly.msgpack_dumps(model))
+    return destination
+
+
+@pytest.mark.parametrize("name", ["../escaped.txt", "sub/escaped.txt", "..\\escaped.txt", "", ".."])
+def test_a_tokenizer_file_name_with_a_folder_part_is_refused(name):
+    with pytest.raises(ValueError, match=r"\[E046\]"):
+        check_tokenizer_file_name(name)
+
+
+def test_plain_tokenizer_file_names_are_kept():
+    assert check_tokenizer_file_name("vocab.txt") == "vocab.txt"
+    assert check_tokenizer_file_name(".hidden.json") == ".hidden.json"
+
+
+def test_an_escaping_tokenizer_file_refuses_to_load_and_writes_nothing(saved_pipeline, tmp_path):
+    outside = tmp_path / "outside.txt"
+
+    def add_files(shim):
+        shim["tokenizer"][str(outside)] = b"absolute"
+        shim["tokenizer"]["../../../../../../../../" + str(outside)[1:]] = b"relative"
+
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", add_files)
+    with pytest.raises(ValueError, match=r"\[E046\]"):
+        spacy.load(tampered)
+    assert not outside.exists()
+
+
+def shipped_code(marker: Path) -> Dict[str, bytes]:
+    """Tokenizer files that ask for a tokenizer class defined in a Python file
+    among them; importing that file creates `marker`."""
+    module = f"from pathlib import Path\nPath({str(marker)!r}).touch()\n" \
+             "from transformers import BertTokenizerFast\n\n\n" \
+             "class ShippedTokenizer(BertTokenizerFast):\n    pass\n"
+    return {"shipped_tokenizer.py": module.encode("utf8")}
+
+
+def ask_for_shipped_tokenizer(shim: Dict[str, Any], marker: Path, saved_trust: bool = True) -> None:
+    tokenizer = shim["tokenizer"]
+    settings = json.loads(tokenizer["tokenizer_config.json"])
+    settings["auto_map"] = {"AutoTokenizer": [None, "shipped_tokenizer.ShippedTokenizer"]}
+    settings["tokenizer_class"] = "ShippedTokenizer"
+    tokenizer["tokenizer_config.json"] = json.dumps(settings).encode("utf8")
+    tokenizer.update(shipped_code(marker))
+    if saved_trust:
+        tokenizer["kwargs"] = {**tokenizer.get("kwargs", {}), "trust_remote_code": True}
+
+
+def test_saved_trust_remote_code_never_runs_shipped_code(saved_pipeline, tmp_path):
+    marker = tmp_path / "code-ran"
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", lambda shim: ask_for_shipped_tokenizer(shim, marker))
+    with pytest.raises(ValueError, match=r"\[E047\]"):
+        spacy.load(tampered)
+    assert not marker.exists()
+
+
+def test_trust_remote_code_in_the_loading_config_runs_it_with_a_warning(saved_pipeline, tmp_path):
+    """The same directory runs the shipped code when the user's own config
+    asks for it: the refusal above is the loader's doing, not a broken
+    tokenizer."""
+    marker = tmp_path / "code-ran"
+    tampered = tampered_copy(
+        saved_pipeline, tmp_path / "tampered", lambda shim: ask_for_shipped_tokenizer(shim, marker, saved_trust=False)
+    )
+    trusted = {"use_fast": True, "trust_remote_code": True}
+    with pytest.warns(UserWarning, match=r"\[W005\]"):
+        nlp = spacy.load(tampered, config={"components.sla_transformer.model.tokenizer_config": trusted})
+    assert marker.exists()
+    assert len(trf_output(nlp(the_cat_sat(nlp.vocab)))) > 0
+
+
+class _RunsOnUnpickling:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_pickled_object_in_the_weights_is_refused_unrun(saved_pipeline, tmp_path):
+    marker = tmp_path / "code-ran"
+
+    def pickle_in_state(shim):
+        state = torch.load(io.BytesIO(shim["state"]), weights_only=True)
+        state["payload"] = _RunsOnUnpickling(marker)
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        shim["state"] = buffer.getvalue()
+
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", pickle_in_state)
+    with pytest.raises(ValueError, match=r"\[E048\]"):
+        spacy.load(tampered)
+    assert not marker.exists()
+
+
+def test_saved_tokenizer_settings_beyond_use_fast_are_dropped(saved_pipeline, tmp_path):
+    cache = tmp_path / "cache"
+
+    def add_settings(shim):
+        shim["tokenizer"]["kwargs"] = {"use_fast": True, "cache_dir": str(cache), "trust_remote_code": True}
+
+    nlp = spacy.load(tampered_copy(saved_pipeline, tmp_path / "tampered", add_settings))
+    assert len(trf_output(nlp(the_cat_sat(nlp.vocab)))) > 0
+    assert not cache.exists()
+    assert loading_tokenizer_settings({"use_fast": False, "cache_dir": "x", "trust_remote_code": True}, {}) == {
+        "use_fast": False,
+        "trust_remote_code": False,
+    }
+    assert loading_tokenizer_settings({}, {"trust_remote_code": True}) == {"trust_remote_code": True}
+
+
+def test_a_model_folder_of_the_old_layout_is_refused(saved_pipeline, tmp_path):
+    nlp = spacy.load(saved_pipeline)
+    nlp.to_disk(tmp_path / "tampered")
+    (tmp_path / "tampered" / MODEL_FILE).unlink()
+    (tmp_path / "tampered" / MODEL_FILE).mkdir()
+    with pytest.raises(ValueError, match=r"\[E049\]"):
+        spacy.load(tmp_path / "tampered")
