@@ -11,6 +11,15 @@ temporary file, then os.replace): a shard file that exists is complete, a
 worker that dies loses only the shard it was on (Ray retries it), and running
 the same command again resumes with the missing shards.
 
+OUTPUT_DIR/annotate.json, the manifest, records what decides the shards'
+contents, the pipeline's fingerprint among them (files.pipeline_fingerprint:
+its meta.json and config.cfg by hash, its other files by size and
+modification time). A run resumes only where the manifest is the same, so a
+pipeline replaced at its path is refused rather than mixed into the output.
+--overwrite deletes only the files the manifest names (its shards and
+bad-lines.txt), never the input and never a file that annotation did not
+write; such a file at an output name is refused.
+
 Inputs, chosen by suffix, as `spacy apply` reads them (except plain text,
 which here has one document per line):
 - `.jsonl`: one JSON object per line, its text in `text_key`; the other fields
@@ -25,12 +34,15 @@ Ray is imported only by annotate_on_ray, never by `import spacy_sla`.
 """
 import json
 import math
+import os
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .files import write_atomically
+from .errors import Errors
+from .files import pipeline_fingerprint, write_atomically
 
 OUTPUT_FORMATS = ("spacy", "jsonl")
 FIELDS = ("entities", "cats", "tags", "pos", "deps", "gates")
@@ -40,6 +52,8 @@ ON_ERROR = ("stop", "skip")
 MANIFEST = "annotate.json"
 BAD_LINES = "bad-lines.txt"
 INPUT_FIELDS_KEY = "input_fields"
+# write_atomically's temporary files of a shard: .NAME.PID.HEX.tmp
+TEMPORARY_SHARD = re.compile(r"\.shard-[0-9]+\.(?:spacy|jsonl)\.[0-9]+\.[0-9a-f]+\.tmp")
 # spacy-transformers' output per Doc (wordpiece activations): large and not an
 # annotation, so it is not written to the shards.
 TRF_DATA_KEY = ("._.", "trf_data", None, None)
@@ -79,8 +93,16 @@ def check_pipeline(pipeline: str) -> None:
     from spacy.util import is_package
 
     # what spacy.util.load_model accepts as a name
-    if pipeline.startswith("blank:") or is_package(pipeline) or Path(pipeline).exists():
+    if pipeline.startswith("blank:") or is_package(pipeline):
         return
+    path = Path(pipeline)
+    if path.is_dir():
+        missing = [name for name in ("config.cfg", "meta.json") if not (path / name).is_file()]
+        if missing:
+            raise AnnotationError(Errors.E081.format(path=path, missing=" and no ".join(missing)))
+        return
+    if path.exists():
+        raise AnnotationError(Errors.E081.format(path=path, missing="directory (it is a file)"))
     raise AnnotationError(
         f"Could not find the pipeline '{pipeline}': there is no directory {Path(pipeline).resolve()} and no "
         "installed package of that name. Give a trained pipeline's directory or package name."
@@ -106,6 +128,9 @@ class AnnotateSettings:
 
     def check(self) -> None:
         check_pipeline(self.pipeline)
+        check_readable(Path(self.input_path), "input", " (JSONL, a .spacy file or UTF-8 text)")
+        if self.code_path is not None:
+            check_readable(Path(self.code_path), "--code file", " (Python code that registers functions)")
         if self.output_format not in OUTPUT_FORMATS:
             raise AnnotationError(f"Unknown output format '{self.output_format}': use {' or '.join(OUTPUT_FORMATS)}.")
         unknown = [name for name in self.fields if name not in FIELDS]
@@ -130,10 +155,36 @@ class AnnotateSettings:
         where it is the same (the batch size, the hardware and on_error do
         not count: a shard written with "stop" had no bad line to skip)."""
         stat = Path(self.input_path).stat()
-        return {"pipeline": self.pipeline, "input": self.input_path, "input_bytes": stat.st_size,
+        return {"pipeline": self.pipeline, "pipeline_fingerprint": pipeline_files_fingerprint(self.pipeline),
+                "input": self.input_path, "input_bytes": stat.st_size,
                 "input_mtime_ns": stat.st_mtime_ns, "output_format": self.output_format,
                 "fields": list(self.fields), "text_key": self.text_key, "shard_size": self.shard_size,
                 "n_shards": n_shards}
+
+
+def check_readable(path: Path, what: str, hint: str) -> None:
+    """Refuse a path that is not a file that can be opened, before anything
+    is written or any worker starts."""
+    if path.is_dir():
+        raise AnnotationError(Errors.E080.format(what=what, path=path, reason="it is a directory", hint=hint))
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise AnnotationError(Errors.E080.format(what=what, path=path, reason=reason, hint=hint)) from error
+
+
+def pipeline_files_fingerprint(pipeline: str) -> Dict[str, Any]:
+    """files.pipeline_fingerprint of a pipeline directory, or of an
+    installed pipeline package's directory; a blank pipeline has no files."""
+    if pipeline.startswith("blank:"):
+        return {}
+    if Path(pipeline).is_dir():
+        return pipeline_fingerprint(Path(pipeline))
+    from spacy.util import get_package_path
+
+    return pipeline_fingerprint(get_package_path(pipeline))
 
 
 @dataclass
@@ -169,7 +220,12 @@ def plan_shards(settings: AnnotateSettings) -> List[Shard]:
     if settings.input_format == "spacy":
         from spacy.tokens import DocBin
 
-        n_docs = len(DocBin().from_disk(path))
+        try:
+            n_docs = len(DocBin().from_disk(path))
+        except (ValueError, KeyError, OSError) as error:
+            reason = f"it is not a DocBin ({' '.join(str(error).split()) or type(error).__name__})"
+            raise AnnotationError(Errors.E080.format(what="input", path=path, reason=reason,
+                                                     hint=" written by DocBin.to_disk or `spacy convert`")) from error
         return [Shard(k, start, min(start + size, n_docs), start + 1)
                 for k, start in enumerate(range(0, n_docs, size))]
     shards: List[Shard] = []
@@ -187,33 +243,96 @@ def plan_shards(settings: AnnotateSettings) -> List[Shard]:
 
 
 def shard_name(settings: AnnotateSettings, index: int, n_shards: int) -> str:
+    return shard_file_name(settings.output_format, index, n_shards)
+
+
+def shard_file_name(output_format: str, index: int, n_shards: int) -> str:
     # Zero-padded so that the names sort in input order.
     width = max(5, len(str(max(n_shards - 1, 0))))
-    return f"shard-{index:0{width}d}.{settings.output_format}"
+    return f"shard-{index:0{width}d}.{output_format}"
+
+
+def written_names(manifest: Dict[str, Any]) -> List[str]:
+    """The files in OUTPUT_DIR that the annotation of `manifest` writes,
+    besides the manifest itself."""
+    n_shards = int(manifest.get("n_shards", 0))
+    output_format = str(manifest.get("output_format", ""))
+    return [shard_file_name(output_format, index, n_shards) for index in range(n_shards)] + [BAD_LINES]
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    try:
+        return path.exists() and os.path.samefile(path, other)
+    except OSError:
+        return False
+
+
+def _read_manifest(path: Path, output_dir: Path) -> Optional[Dict[str, Any]]:
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise AnnotationError(Errors.E082.format(path=path, output_dir=output_dir,
+                                                 reason=" ".join(str(error).split()))) from error
+    if not isinstance(manifest, dict):
+        raise AnnotationError(Errors.E082.format(path=path, output_dir=output_dir,
+                                                 reason=f"a JSON {type(manifest).__name__}, not an object"))
+    return manifest
+
+
+def _another_annotation(settings: AnnotateSettings, previous: Dict[str, Any], manifest: Dict[str, Any],
+                        output_dir: Path) -> AnnotationError:
+    differences = [key for key in manifest if previous.get(key) != manifest[key]]
+    if differences == ["pipeline_fingerprint"] and "pipeline_fingerprint" in previous:
+        before, now = previous["pipeline_fingerprint"], manifest["pipeline_fingerprint"]
+        changed = sorted(name for name in set(before) | set(now) if before.get(name) != now.get(name))
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more file(s)" if len(changed) > 5 else "")
+        return AnnotationError(Errors.E077.format(output_dir=output_dir, pipeline=settings.pipeline, changed=shown))
+    return AnnotationError(
+        f"{output_dir} holds shards of another annotation (differs in: {', '.join(differences)}). "
+        "Use another output directory, or --overwrite to delete them."
+    )
 
 
 def prepare_output(settings: AnnotateSettings, shards: Sequence[Shard], overwrite: bool = False) -> List[Shard]:
     """Create the output directory and its manifest; returns the shards still
-    to write. A directory with shards of another annotation (other pipeline,
-    input, fields, ...) is refused unless overwrite, which deletes them."""
+    to write. Shards of another annotation (other pipeline or pipeline
+    files, input, fields, ...) are refused unless overwrite, which deletes
+    the files their manifest names (never the input); a file at one of this
+    annotation's output names that no manifest names is refused either way."""
     output_dir = Path(settings.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as error:
+        reason = "it is a file" if output_dir.is_file() else "a folder above it is a file"
+        raise AnnotationError(Errors.E076.format(output_dir=output_dir, reason=reason)) from error
+    except OSError as error:
+        raise AnnotationError(Errors.E076.format(output_dir=output_dir, reason=error.strerror or error)) from error
+    input_path = Path(settings.input_path)
     manifest_path = output_dir / MANIFEST
     manifest = settings.manifest(len(shards))
-    existing = sorted(output_dir.glob("shard-*.*"))
-    previous = json.loads(manifest_path.read_text(encoding="utf8")) if manifest_path.exists() else None
-    # Only shards of another annotation are in the way; a manifest alone is rewritten.
-    if existing and previous != manifest:
-        if not overwrite:
-            differences = ", ".join(key for key in manifest if (previous or {}).get(key) != manifest[key])
-            raise AnnotationError(
-                f"{output_dir} holds shards of another annotation (differs in: {differences or 'no manifest'}). "
-                "Use another output directory, or --overwrite to delete them."
-            )
-        for path in existing + [output_dir / BAD_LINES]:
-            path.unlink(missing_ok=True)
-    for leftover in output_dir.glob(".shard-*.tmp"):  # from a worker that died while writing
-        leftover.unlink(missing_ok=True)
+    names = written_names(manifest)
+    for name in [MANIFEST, *names]:
+        if _same_file(output_dir / name, input_path):
+            raise AnnotationError(Errors.E078.format(input_path=input_path, name=name, output_dir=output_dir))
+    previous = _read_manifest(manifest_path, output_dir)
+    if previous != manifest:
+        written_before = [] if previous is None else [
+            output_dir / name for name in written_names(previous) if (output_dir / name).is_file()]
+        # Only shards of another annotation are in the way; a manifest alone is rewritten.
+        if written_before and not overwrite:
+            raise _another_annotation(settings, previous or {}, manifest, output_dir)
+        for path in written_before:
+            if not _same_file(path, input_path):
+                path.unlink(missing_ok=True)
+        foreign = [name for name in names if (output_dir / name).exists() or (output_dir / name).is_symlink()]
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise AnnotationError(Errors.E079.format(output_dir=output_dir, manifest=MANIFEST, names=shown))
+    for leftover in output_dir.iterdir():  # from a worker that died while writing
+        if TEMPORARY_SHARD.fullmatch(leftover.name):
+            leftover.unlink(missing_ok=True)
     write_atomically(manifest_path, json.dumps(manifest, indent=2).encode("utf8"))
     return [shard for shard in shards if not (output_dir / shard_name(settings, shard.index, len(shards))).exists()]
 
@@ -328,8 +447,9 @@ def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
         spacy.require_gpu(gpu_id)
     try:
         nlp = spacy.load(settings.pipeline)
-    except OSError as error:  # e.g. a directory that holds no pipeline
-        raise AnnotationError(f"Could not load the pipeline '{settings.pipeline}': {' '.join(str(error).split())}") from error
+    except (OSError, ValueError) as error:  # files that are missing or damaged, a factory not registered
+        raise AnnotationError(Errors.E083.format(pipeline=settings.pipeline,
+                                                 reason=" ".join(str(error).split()))) from error
     if "gates" in settings.fields:
         from .pipeline_component import SLATransformer
 
@@ -484,14 +604,16 @@ def annotate_on_ray(
     writes one shard per call; Ray restarts a worker that died and retries
     its shard. The input and output directories must be on storage every
     node sees at the same path."""
+    from ._ray import import_ray, ray_session
+
     started = time.time()
     settings = settings.resolved()
     settings.check()
+    import_ray()  # refused without Ray before the output directory is touched
     shards = plan_shards(settings)
     todo = prepare_output(settings, shards, overwrite)
     results: List[ShardResult] = []
     if todo:
-        from ._ray import ray_session
 
         with ray_session(address) as ray:
             context = ray.data.DataContext.get_current()

@@ -45,7 +45,7 @@ class Warnings(metaclass=ErrorsWithCodes):
 class Errors(metaclass=ErrorsWithCodes):
     E001 = (
         "A Doc without a dependency parse reached the syntax-aware local "
-        "attention (mask: {mask}). The SLA masks are computed from "
+        "attention (mask: {mask}; {doc}). The SLA masks are computed from "
         "`token.head`, so a component that sets it must run first: add a "
         "parser before the SLA transformer, e.g. "
         "`nlp.add_pipe(\"parser\", source=spacy.load(\"en_core_web_sm\"), "

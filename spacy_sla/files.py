@@ -40,3 +40,29 @@ def file_fingerprint(path: Path) -> Dict[str, Any]:
             for chunk in iter(lambda: file.read(1 << 20), b""):
                 digest.update(chunk)
     return {"size": size, "sha256": digest.hexdigest()}
+
+
+# Read in full: small, and they name a pipeline's version and settings.
+HASHED_PIPELINE_FILES = ("meta.json", "config.cfg")
+
+
+def pipeline_fingerprint(pipeline_dir: Path) -> Dict[str, Dict[str, Any]]:
+    """What tells a pipeline directory from another one put at its path
+    later, by file (relative POSIX path): the size and SHA-256 of every
+    meta.json and config.cfg, and the size and modification time (ns) of
+    every other file. The weights are not read: hashing gigabytes on every
+    run would cost more than the shards it checks, and a pipeline trained,
+    copied or unpacked anew gets new modification times. Python's
+    __pycache__ folders are left out, since importing a pipeline package
+    writes them."""
+    fingerprint: Dict[str, Dict[str, Any]] = {}
+    for path in sorted(pipeline_dir.rglob("*")):
+        relative = path.relative_to(pipeline_dir)
+        if "__pycache__" in relative.parts or not path.is_file():
+            continue
+        if path.name in HASHED_PIPELINE_FILES:
+            fingerprint[relative.as_posix()] = file_fingerprint(path)
+        else:
+            status = path.stat()
+            fingerprint[relative.as_posix()] = {"size": status.st_size, "mtime_ns": status.st_mtime_ns}
+    return fingerprint

