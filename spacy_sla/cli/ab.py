@@ -126,12 +126,10 @@ def ab_cli(
                       by_mask=by_mask, drop_models=drop_models)
         if dry_run:
             plan.check()
+            _warn_of_edited_arms(plan)
             for line in dry_run_lines(plan.runs()):
                 print(line)
             return
-        for path in edited_arms(config_dir, plan.arms):
-            msg.warn(f"{path} was changed after `spacy sla init-config` wrote it; it is compared as long as it "
-                     "differs from vanilla in attention only.")
         if report_only:
             _report_finished_part(plan, no_figure, by_mask)
             return
@@ -148,6 +146,7 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
              no_figure: bool, by_mask: bool) -> None:
     """Check, train and evaluate every run, and write the report (OUTPUT_DIR held)."""
     runs = prepare(plan)
+    _warn_of_edited_arms(plan)
     if ray:
         from ..research.distributed import run_grid
 
@@ -169,12 +168,19 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
     msg.good("Wrote " + ", ".join(str(path) for path in paths.values()))
 
 
+def _warn_of_edited_arms(plan: AbPlan) -> None:
+    for path in edited_arms(plan.config_dir, plan.arms):
+        msg.warn(f"{path} was changed after `spacy sla init-config` wrote it; it is compared as it differs from "
+                 "vanilla in attention only.")
+
+
 def _report_finished_part(plan: AbPlan, no_figure: bool, by_mask: bool) -> None:
     """--report-only: the report of the seeds finished by every variant. It
     reads records only, so it may run while another call trains into
     OUTPUT_DIR; then it writes report-interim.* and leaves the report files
     to that call. Otherwise it holds OUTPUT_DIR while it writes."""
     plan.check(train_data=False)
+    _warn_of_edited_arms(plan)
     holder = live_holder(plan.output_dir)
     if holder is not None:
         msg.warn(f"pid {holder.get('pid', 'unknown')} on {holder.get('host', 'an unknown host')} is training into "
