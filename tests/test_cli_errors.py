@@ -121,9 +121,11 @@ def test_annotate_with_a_missing_pipeline_fails_in_one_line_before_writing(tmp_p
     # on Ray too, refused before Ray starts
     failed(cli("annotate", missing, texts, output_dir, "--ray"), expected)
     assert not output_dir.exists()
-    # a directory that holds no pipeline: spaCy's own error, in one line
+    # a directory that holds no pipeline: refused before the output directory is made
     (tmp_path / "empty").mkdir()
-    failed(cli("annotate", tmp_path / "empty", texts, output_dir), f"Could not load the pipeline '{tmp_path / 'empty'}': [E053]")
+    failed(cli("annotate", tmp_path / "empty", texts, output_dir),
+           f"[E081] {tmp_path / 'empty'} is not a trained spaCy pipeline: it has no config.cfg and no meta.json")
+    assert not output_dir.exists()
 
 
 # info, mask, gates on damaged or mismatched pipelines
