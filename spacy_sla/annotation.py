@@ -278,6 +278,9 @@ def _read_manifest(path: Path, output_dir: Path) -> Optional[Dict[str, Any]]:
     if not isinstance(manifest, dict):
         raise AnnotationError(Errors.E082.format(path=path, output_dir=output_dir,
                                                  reason=f"a JSON {type(manifest).__name__}, not an object"))
+    if not isinstance(manifest.get("n_shards"), int) or manifest.get("output_format") not in OUTPUT_FORMATS:
+        raise AnnotationError(Errors.E082.format(path=path, output_dir=output_dir,
+                                                 reason="no whole n_shards or known output_format in it"))
     return manifest
 
 
@@ -442,7 +445,11 @@ def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
     from spacy.util import import_file
 
     if settings.code_path is not None:  # in every worker, before the pipeline's config is resolved
-        import_file("spacy_sla_annotate_code", settings.code_path)
+        try:
+            import_file("spacy_sla_annotate_code", settings.code_path)
+        except Exception as error:  # the user's code: whatever it raises is reported with its file
+            reason = f"the --code file {settings.code_path} failed to import ({type(error).__name__}: {error})"
+            raise AnnotationError(Errors.E083.format(pipeline=settings.pipeline, reason=reason)) from error
     if gpu_id >= 0:
         spacy.require_gpu(gpu_id)
     try:
@@ -566,6 +573,22 @@ def _resumed(shards: Sequence[Shard], todo: Sequence[Shard]) -> List[ShardResult
     return [ShardResult(shard.index, "", resumed=True) for shard in shards if shard.index not in waiting]
 
 
+# A terminal colour code, as Ray writes them into the text of a worker's error.
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def worker_failure(error: Exception) -> AnnotationError:
+    """A Ray worker's failure in one line: the coded message of the
+    AnnotationError it raised (a pipeline or --code file that does not
+    load), which Ray passes on only as text; else the error's first line."""
+    text = _COLOUR.sub("", str(error))
+    raised = re.findall(r"AnnotationError: (\[E[0-9]+\].*)", text)
+    if raised:
+        return AnnotationError(raised[-1].strip())
+    first_line = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    return AnnotationError(Errors.E084.format(reason=first_line))
+
+
 class _RayShardAnnotator:
     """The Ray Data actor: one pipeline per worker, one shard per call."""
 
@@ -637,14 +660,17 @@ def annotate_on_ray(
                 num_cpus=cpus_per_worker,
                 num_gpus=gpus_per_worker,
             )
-            for row in annotated.iter_rows():
-                bad = [BadLine(**line) for line in json.loads(row["bad_lines"])]
-                result = ShardResult(int(row["index"]), str(row["path"]), int(row["n_docs"]),
-                                     bool(row["resumed"]), bad, bool(row["stopped"]))
-                if result.stopped:
-                    raise result.stop_error()  # shards finished meanwhile stay written
-                _record_bad_lines(settings, bad)
-                results.append(result)
-                report(progress_line(len(results), len(todo), result))
+            try:
+                for row in annotated.iter_rows():
+                    bad = [BadLine(**line) for line in json.loads(row["bad_lines"])]
+                    result = ShardResult(int(row["index"]), str(row["path"]), int(row["n_docs"]),
+                                         bool(row["resumed"]), bad, bool(row["stopped"]))
+                    if result.stopped:
+                        raise result.stop_error()  # shards finished meanwhile stay written
+                    _record_bad_lines(settings, bad)
+                    results.append(result)
+                    report(progress_line(len(results), len(todo), result))
+            except ray.exceptions.RayError as error:
+                raise worker_failure(error) from error
     _sort_bad_lines(settings)
     return _summarize(results + _resumed(shards, todo), len(shards), started)

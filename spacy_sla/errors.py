@@ -490,3 +490,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "custom components or functions, pass the file that registers them "
         "with --code."
     )
+    E084 = (
+        "Annotating on Ray stopped: a worker failed ({reason}). The shards "
+        "written so far are kept, and running the command again resumes "
+        "with the others. The worker's own traceback is in Ray's logs "
+        "(/tmp/ray/session_latest/logs on its node). Check that every node "
+        "sees the pipeline, the input, the output directory and the --code "
+        "file at the same paths, with the packages the pipeline needs."
+    )

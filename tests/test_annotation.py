@@ -313,3 +313,21 @@ def test_a_worker_that_dies_loses_nothing_written(ray_instance, tmp_path):
     records = [record for records in read_jsonl_shards(tmp_path / "ray").values() for record in records]
     assert [record["text"] for record in records] == texts
     assert not [p.name for p in (tmp_path / "ray").iterdir() if p.name.startswith(".")]  # no temporary files
+
+
+def test_a_pipeline_that_fails_to_load_on_ray_is_one_coded_line(ray_instance, tmp_path):
+    pipeline = tmp_path / "pipeline"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler")
+    nlp.to_disk(pipeline)
+    config = (pipeline / "config.cfg").read_text(encoding="utf8")
+    (pipeline / "config.cfg").write_text(config.replace('factory = "entity_ruler"', 'factory = "no_such"'),
+                                         encoding="utf8")
+    path = tmp_path / "input.txt"
+    path.write_text("\n".join(TEXTS) + "\n", encoding="utf8")
+    result = runner.invoke(app, ["sla", "annotate", str(pipeline), str(path), str(tmp_path / "out"),
+                                 "--ray", "--workers", "1"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    said = " ".join(result.output.split())
+    assert f"[E083] Could not load the pipeline {pipeline}: [E002] Can't find factory for 'no_such'" in said
+    assert not list((tmp_path / "out").glob("shard-*"))

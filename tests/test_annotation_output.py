@@ -13,7 +13,14 @@ from spacy.cli._util import app
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.annotation import MANIFEST, AnnotateSettings, AnnotationError, annotate, pipeline_files_fingerprint
+from spacy_sla.annotation import (
+    MANIFEST,
+    AnnotateSettings,
+    AnnotationError,
+    annotate,
+    pipeline_files_fingerprint,
+    worker_failure,
+)
 
 TEXTS = ["Apple is buying a startup in London.", "She was walking in Paris with John.", "Google hired a dog."]
 runner = CliRunner()
@@ -131,10 +138,11 @@ def test_a_file_at_an_output_name_that_annotate_did_not_write_is_refused(pipelin
 def test_a_damaged_manifest_is_refused(pipeline, tmp_path):
     input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
     output.mkdir()
-    (output / MANIFEST).write_text("{not json", encoding="utf8")
-    with pytest.raises(AnnotationError, match=r"\[E082\]"):
-        run(pipeline, input_path, output, overwrite=True)
-    assert (output / MANIFEST).read_text(encoding="utf8") == "{not json"
+    for damaged in ("{not json", "[1, 2]", '{"n_shards": "3", "output_format": "jsonl"}'):
+        (output / MANIFEST).write_text(damaged, encoding="utf8")
+        with pytest.raises(AnnotationError, match=r"\[E082\]"):
+            run(pipeline, input_path, output, overwrite=True)
+        assert (output / MANIFEST).read_text(encoding="utf8") == damaged
 
 
 def cli(*arguments: str):
@@ -193,3 +201,22 @@ def test_a_pipeline_package_is_fingerprinted_without_its_bytecode():
     fingerprint = pipeline_files_fingerprint(package)
     assert any(name.endswith("config.cfg") and "sha256" in value for name, value in fingerprint.items())
     assert not [name for name in fingerprint if "__pycache__" in name]
+
+
+def test_a_code_file_that_fails_to_import_is_named(pipeline, tmp_path):
+    code = tmp_path / "components.py"
+    code.write_text("raise RuntimeError('broken on purpose')\n", encoding="utf8")
+    with pytest.raises(AnnotationError, match=rf"\[E083\].*--code file {code} failed to import "
+                                              r"\(RuntimeError: broken on purpose\)"):
+        run(pipeline, write_input(tmp_path / "input.txt"), tmp_path / "out", code_path=str(code))
+
+
+def test_a_ray_workers_coded_error_reaches_the_driver_in_one_line():
+    raised_in_worker = Exception(
+        "The actor died because of an error raised in its creation task, \x1b[36mray::MapWorker()\x1b[39m\n"
+        "ValueError: [E002] Can't find factory\n\nThe above exception was the direct cause of ...\n"
+        "spacy_sla.annotation.AnnotationError: [E083] Could not load the pipeline /p: [E002] Can't find factory.\n")
+    assert str(worker_failure(raised_in_worker)) == "[E083] Could not load the pipeline /p: [E002] Can't find factory."
+    died = Exception("\x1b[36mThe worker died unexpectedly\x1b[39m (out of memory)\nmore lines")
+    assert str(worker_failure(died)).startswith(
+        "[E084] Annotating on Ray stopped: a worker failed (The worker died unexpectedly (out of memory)).")
