@@ -39,8 +39,8 @@ def annotate_cli(
     shard_size: int = Opt(1000, "--shard-size", help="Input lines (or Docs) per output shard: the unit of work and of retries", min=1),
     gpu_id: int = Opt(-1, "--gpu-id", "-g", help="GPU for the single-process path, or -1"),
     code_path: Optional[Path] = Opt(None, "--code", "-c", help="A Python file with registered functions (custom components), imported by every worker", exists=True, dir_okay=False),
-    overwrite: bool = Opt(False, "--overwrite", help="Delete the shards of another annotation in OUTPUT_DIR first"),
-    ray: bool = Opt(False, "--ray", help="Annotate with a Ray Data pipeline: on a local Ray instance, or on --ray-address"),
+    overwrite: bool = Opt(False, "--overwrite", help="Delete what another annotation wrote in OUTPUT_DIR (the files its annotate.json names) first; never the input or other files"),
+    ray: bool = Opt(False, "--ray", help="Annotate with a Ray Data pipeline: on a local Ray instance (listening on 127.0.0.1 only), or on --ray-address"),
     ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray): auto, HOST:PORT or ray://HOST:10001; local: a Ray instance here"),
     workers: Optional[int] = Opt(None, "--workers", help="Ray workers, each with its own copy of the pipeline (default: as many as the cluster's CPUs or GPUs allow)", min=1),
     cpus_per_worker: float = Opt(1.0, "--cpus-per-worker", help="CPUs Ray reserves for each worker"),
@@ -50,7 +50,11 @@ def annotate_cli(
     shards in input order. Without --ray: one process with nlp.pipe. With
     --ray: a Ray Data pipeline whose workers each load the pipeline once and
     annotate and write whole shards. A shard is written atomically, so a run
-    that stopped can be started again and resumes with the missing shards."""
+    that stopped can be started again and resumes with the missing shards,
+    if the settings and the pipeline's files are those of OUTPUT_DIR/annotate.json.
+    On Ray, the workers get the driver's HF_*, TRANSFORMERS_* and TOKENIZERS_*
+    variables except credentials (HF_TOKEN, ...); name those to forward in
+    SPACY_SLA_RAY_FORWARD_ENV, e.g. SPACY_SLA_RAY_FORWARD_ENV=HF_TOKEN."""
     settings = AnnotateSettings(
         pipeline=pipeline, input_path=str(input_path), output_dir=str(output_dir), output_format=output_format,
         fields=_split(fields), text_key=text_key, on_error=on_error, batch_size=batch_size, shard_size=shard_size,
