@@ -47,19 +47,49 @@ MaskBuilder = Callable[[DocLike], BoolArray]
 class MissingParseError(ValueError):
     """Raised by a mask builder for a Doc without a (complete) dependency
     parse. Made with for_builder, it carries [E001], whose hint names the
-    component the parser must run before (in_component fills in the name the
-    pipeline actually uses)."""
+    component the parser must run before and the Doc (in_component fills in
+    the name the pipeline actually uses and the Doc's place in the batch)."""
 
-    def __init__(self, message: str, *, mask: Optional[str] = None):
+    def __init__(self, message: str, *, mask: Optional[str] = None, doc: Optional[Doc] = None):
         super().__init__(message)
         self.mask = mask
+        self.doc = doc
 
     @classmethod
-    def for_builder(cls, mask: str, component: str = "sla_transformer") -> "MissingParseError":
-        return cls(Errors.E001.format(mask=mask, name=component), mask=mask)
+    def for_builder(
+        cls,
+        mask: str,
+        component: str = "sla_transformer",
+        doc: Optional[Doc] = None,
+        place: Optional[str] = None,
+    ) -> "MissingParseError":
+        described = describe_doc(doc, place)
+        return cls(Errors.E001.format(mask=mask, name=component, doc=described), mask=mask, doc=doc)
 
-    def in_component(self, component: str) -> "MissingParseError":
-        return self if self.mask is None else MissingParseError.for_builder(self.mask, component)
+    def in_component(
+        self, component: str, docs: Sequence[Doc] = (), first_index: int = 0, where: str = "batch"
+    ) -> "MissingParseError":
+        """The error as `component` reports it for a call on `docs`, whose
+        first Doc is number `first_index` of the `where`."""
+        if self.mask is None:
+            return self
+        index = position_of(self.doc, docs)
+        place = None if index is None else f"Doc {first_index + index} of the {where}, counting from 0"
+        return MissingParseError.for_builder(self.mask, component, self.doc, place)
+
+
+def position_of(doc: Optional[Doc], docs: Sequence[Doc]) -> Optional[int]:
+    """The index of this very Doc object in docs (Docs compare by identity)."""
+    return next((i for i, candidate in enumerate(docs) if candidate is doc), None) if doc is not None else None
+
+
+def describe_doc(doc: Optional[Doc], place: Optional[str] = None, n_chars: int = 40) -> str:
+    """Which Doc, for an error message: its place in a batch where known and
+    the start of its text."""
+    if doc is None:
+        return place or "Doc not known"
+    text = doc.text if len(doc.text) <= n_chars else doc.text[:n_chars] + "..."
+    return f"{place}, text {text!r}" if place else f"text {text!r}"
 
 
 def span_bounds(doclike: DocLike) -> Tuple[Doc, int, int]:
@@ -86,7 +116,7 @@ def _parsed_graph(doc: Doc, builder: object, tokens: numpy.ndarray, depth: Optio
     `depth` read is compared with the Doc again."""
     parse = doc_parse(doc, tokens, depth)
     if not parse.complete_parse:
-        raise MissingParseError.for_builder(repr(builder))
+        raise MissingParseError.for_builder(repr(builder), doc=doc)
     return parse.graph
 
 

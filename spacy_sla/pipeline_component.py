@@ -1,20 +1,22 @@
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set
 
 import numpy
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
+from spacy.util import minibatch
 from spacy.vocab import Vocab
 from spacy_transformers.annotation_setters import null_annotation_setter
 from spacy_transformers.data_classes import FullTransformerBatch, TransformerData
 from spacy_transformers.layers import TransformerListener
-from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer
+from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer, install_extensions
+from spacy_transformers.util import batch_by_length
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .errors import Errors
 from .gates import GATES_ATTR, install_gate_extension, token_gates
-from .masks import MissingParseError
+from .masks import MissingParseError, position_of
 
 DEFAULT_CONFIG_STR = """
 [sla_transformer]
@@ -166,11 +168,54 @@ class SLATransformer(Transformer):
                 doc._.set(GATES_ATTR, gates)
 
     def predict(self, docs: Iterable[Doc]) -> FullTransformerBatch:
+        docs = list(docs)
         try:
             return super().predict(docs)
         except MissingParseError as error:
             # The hint names this component, whatever the config calls it.
-            raise error.in_component(self.name) from None
+            raise error.in_component(self.name, docs) from None
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        """spacy-transformers' pipe, with spaCy's error handler
+        (`nlp.set_error_handler`): a batch that fails is handed to it, and a
+        Doc without a parse ([E001], which names its place in the stream) is
+        handed to it alone, the other Docs of its batch being processed. As
+        in spaCy's own components, the Docs handed to the handler are not
+        yielded; the default handler raises."""
+        install_extensions()
+        error_handler = self.get_error_handler()
+        first_index = 0
+        for outer_batch in minibatch(stream, batch_size):
+            outer_batch = list(outer_batch)
+            failed: Set[int] = set()
+            for indices in batch_by_length(outer_batch, self.max_batch_items):
+                failed.update(self._annotate_handling_errors(outer_batch, list(indices), first_index, error_handler))
+            yield from (doc for i, doc in enumerate(outer_batch) if i not in failed)
+            first_index += len(outer_batch)
+
+    def _annotate_handling_errors(
+        self, outer_batch: List[Doc], indices: List[int], first_index: int, error_handler: Callable
+    ) -> List[int]:
+        """Predict and annotate outer_batch[indices]; the indices of the Docs
+        handed to the error handler."""
+        failed: List[int] = []
+        while indices:
+            batch = [outer_batch[i] for i in indices]
+            try:
+                self.set_annotations(batch, self.predict(batch))
+                return failed
+            except MissingParseError as error:
+                error = error.in_component(self.name, outer_batch, first_index, where="stream given to pipe")
+                unparsed = position_of(error.doc, batch)
+                if unparsed is None:
+                    error_handler(self.name, self, batch, error)
+                    return failed + indices
+                error_handler(self.name, self, [batch[unparsed]], error)
+                failed.append(indices.pop(unparsed))
+            except Exception as error:
+                error_handler(self.name, self, batch, error)
+                return failed + indices
+        return failed
 
     @property
     def auxiliary_loss_name(self) -> str:
@@ -199,7 +244,7 @@ class SLATransformer(Transformer):
         try:
             trf_full, bp_trf_full = self.model.begin_update(docs)
         except MissingParseError as error:
-            raise error.in_component(self.name) from None
+            raise error.in_component(self.name, docs) from None
         losses.setdefault(self.name, 0.0)
         if self._supervises_parents():
             name = self.auxiliary_loss_name

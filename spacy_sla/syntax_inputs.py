@@ -161,7 +161,7 @@ class _MissingParsePolicy:
         if len(span) == 0 or has_complete_parse(span.doc):
             return True
         if self.on_missing_parse == "error":
-            raise MissingParseError.for_builder("parent attention")
+            raise MissingParseError.for_builder("parent attention", doc=span.doc)
         self.unparsed_docs.add(id(span.doc))
         return False
 

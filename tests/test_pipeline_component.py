@@ -126,6 +126,28 @@ def test_unparsed_docs_get_a_coded_error(tiny_bert):
         nlp("This text has no parse.")
 
 
+def test_e001_in_pipe_names_the_doc_by_its_place_in_the_stream_and_its_text(tiny_bert):
+    nlp = sla_nlp(tiny_bert)
+    vocab = nlp.vocab
+    docs = [the_cat_sat(vocab), the_cat_sat(vocab), Doc(vocab, words="Nobody parsed this one".split())]
+    with pytest.raises(ValueError, match=r"\[E001\].*Doc 2 of the stream given to pipe, counting from 0, text 'Nobody parsed this one"):
+        list(nlp.pipe(docs, batch_size=2))
+
+
+def test_pipe_hands_an_unparsed_doc_to_the_error_handler_and_processes_the_others(tiny_bert):
+    nlp = sla_nlp(tiny_bert)
+    handled = []
+    nlp.set_error_handler(lambda name, component, docs, error: handled.append((name, [d.text for d in docs], str(error))))
+    unparsed = Doc(nlp.vocab, words="Nobody parsed this one".split())
+    docs = [the_cat_sat(nlp.vocab), unparsed, the_cat_sat(nlp.vocab)]
+    processed = list(nlp.pipe(docs, batch_size=8))
+    assert [doc.text for doc in processed] == [docs[0].text, docs[2].text]
+    assert all(doc._.trf_data.tensors[0].shape[0] > 0 for doc in processed)
+    ((name, texts, error),) = handled
+    assert (name, texts) == ("sla_transformer", [unparsed.text])
+    assert error.startswith("[E001]") and "Doc 1 of the stream" in error
+
+
 def test_unparsed_docs_fall_back_to_global_attention_when_asked(tiny_bert):
     nlp = sla_nlp(tiny_bert, on_missing_parse="global", **HIDE_MOST)
     plain = plain_nlp(tiny_bert)
