@@ -18,7 +18,7 @@ import ipaddress
 import os
 import re
 import warnings
-from typing import Any, Dict, Iterator, Mapping, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
 # A cluster's workers do not inherit the driver's environment; these settings
 # decide how the workers' spaCy and Hugging Face processes behave (offline
@@ -168,3 +168,45 @@ def ray_session(address: Optional[str] = None) -> Iterator[Any]:
         yield ray
     finally:
         ray.shutdown()
+
+
+def run_grid(
+    runs: Sequence[Any],
+    *,
+    address: Optional[str] = None,
+    cpus_per_run: float = 1.0,
+    gpus_per_run: float = 0.0,
+    max_retries: int = 1,
+    execute: Callable[[Any, str], Any],
+    lost: Callable[[Any, str], Any],
+    describe: Callable[[int, int, Any], str],
+    report: Callable[[str], None] = print,
+) -> List[Any]:
+    """Run every run of the grid as a Ray task with the given resources
+    (Ray starts as many at once as the cluster's CPUs and GPUs allow), report
+    a progress line as each finishes, and return the outcomes in the order
+    of `runs`. A run whose worker died (out of memory, a lost node) is retried
+    max_retries times by Ray, then reported as failed like any other.
+    execute(run, working_dir) is the task's body (a task grid's or an A/B's
+    run: anything with a `name`: spacy_sla.ab.runs.AbRun, lab.grid.GridRun), lost(run, error) the outcome of a task that
+    died, describe(done, total, outcome) its progress line."""
+    working_dir = os.getcwd()
+    outcomes: Dict[int, Any] = {}
+    with ray_session(address) as ray:
+        remote_run = ray.remote(execute)
+        pending = {
+            remote_run.options(
+                num_cpus=cpus_per_run, num_gpus=gpus_per_run, max_retries=max_retries, name=f"sla {run.name}"
+            ).remote(run, working_dir): position
+            for position, run in enumerate(runs)
+        }
+        while pending:
+            (finished,), _ = ray.wait(list(pending), num_returns=1)
+            position = pending.pop(finished)
+            try:
+                outcome = ray.get(finished)
+            except Exception as error:  # the task itself died
+                outcome = lost(runs[position], str(error).splitlines()[0])
+            outcomes[position] = outcome
+            report(describe(len(outcomes), len(runs), outcome))
+    return [outcomes[position] for position in range(len(runs))]

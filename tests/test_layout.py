@@ -1,6 +1,7 @@
 """The package's layers: every spacy_sla module imports only from its own
-layer or the layers below it, and the core plugin never imports the
-research tooling, the training helpers, the CLI or ray."""
+layer or the layers below it, the core plugin never imports the A/B
+library, the benchmark, the training helpers, the CLI or ray, and nothing
+in the wheel imports the lab or the benchmarks outside it."""
 import ast
 import subprocess
 import sys
@@ -12,14 +13,14 @@ PACKAGE = Path(__file__).parent.parent / "spacy_sla"
 # bottom to top
 LAYERS = [
     {"about", "errors", "files"},
-    {"punctuation", "dependency_tree"},
+    {"punctuation", "dependency_tree", "conllu"},
     {"masks", "data_classes"},
     {"syntax_inputs"},
     {"layers"},
     {"gates"},
     {"pipeline_component", "architectures", "token_ner", "entity_guard"},
     {"inspection", "mask_statistics", "training"},
-    {"research", "annotation", "_ray"},
+    {"ab", "benchmark", "annotation", "_ray"},
     {"cli"},
 ]
 LEVEL: Dict[str, int] = {name: level for level, names in enumerate(LAYERS) for name in names}
@@ -58,12 +59,38 @@ def test_no_module_imports_from_a_layer_above_it():
     assert upward == []
 
 
-def test_the_plugin_imports_no_research_tooling_cli_or_ray():
+def test_the_plugin_imports_no_ab_benchmark_cli_or_ray():
     code = (
         "import sys, spacy_sla; "
-        "loaded = [m for m in sys.modules if m.startswith(('spacy_sla.research', 'spacy_sla.cli', 'ray'))]; "
+        "tops = ('spacy_sla.ab', 'spacy_sla.benchmark', 'spacy_sla.cli', 'ray', 'lab', 'benchmarks'); "
+        "loaded = [m for m in sys.modules if any(m == top or m.startswith(top + '.') for top in tops)]; "
         "print(loaded)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+OUTSIDE_THE_WHEEL = ("lab", "benchmarks")
+
+
+def test_the_wheel_imports_neither_the_lab_nor_the_benchmarks():
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+            modules = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(PACKAGE)} imports {module}" for module in modules
+                      if module.split(".")[0] in OUTSIDE_THE_WHEEL]
+    assert found == []
+
+
+def test_every_user_command_loads_without_the_lab_or_the_benchmarks():
+    code = (
+        "import sys, spacy_sla.cli; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lab', 'benchmarks')))"
+    )
+    result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(PACKAGE.parent)!r}); "
+                             + code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

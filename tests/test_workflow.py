@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from spacy_sla.research import experiments
-from spacy_sla.research.experiments import (
+from lab import experiments
+from lab.experiments import (
     TRAIN_LOG,
     budget_label,
     compare,
@@ -22,7 +22,7 @@ from spacy_sla.research.experiments import (
     training_curve,
     with_final_score,
 )
-from spacy_sla.research.intervals import holm_adjusted, paired_difference, t_quantile_975
+from spacy_sla.ab.intervals import holm_adjusted, paired_difference, t_quantile_975
 
 ROOT = Path(__file__).parent.parent
 

@@ -5,10 +5,8 @@ from spacy.cli._util import app
 from . import (  # noqa: F401  (registers the commands)
     ab,  # noqa: F401  (`spacy sla init-config` and `spacy sla ab`: your pipeline)
     annotate,  # noqa: F401  (`spacy sla annotate`, batch annotation)
-    baseline,
     benchmark,
     inspect,
-    workflow,
 )
 from ._app import sla_cli
 

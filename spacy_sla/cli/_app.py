@@ -2,6 +2,6 @@ import typer
 
 sla_cli = typer.Typer(
     name="sla",
-    help="spacy-sla: data conversion, experiments and inspection of syntax-aware local attention.",
+    help="spacy-sla: attention-variant configs, A/B comparisons, cost benchmarks, annotation and inspection of syntax-aware local attention.",
     no_args_is_help=True,
 )

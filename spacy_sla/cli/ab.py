@@ -8,29 +8,12 @@ import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
-from ..errors import Errors
-from ..research.ab import (
-    AB_FILES,
-    INTERIM_FILES,
-    INTERIM_REPORT,
-    REPORT,
-    AbInterrupted,
-    AbPlan,
-    AbResult,
-    dry_run_lines,
-    execute_logged,
-    finished_part,
-    lost_run,
-    parse_size_overrides,
-    parse_sizes,
-    prepare,
-    progress_line,
-    run_sequentially,
-    stop_on_signals,
-)
-from ..research.ab_lock import hold_output_dir, live_holder
-from ..research.ab_report import write_report
-from ..research.pipeline_configs import (
+from spacy_sla.ab.outputs import AB_FILES, INTERIM_FILES, INTERIM_REPORT, REPORT
+from spacy_sla.ab.plan import AbPlan, dry_run_lines, finished_part, parse_size_overrides, parse_sizes, prepare
+from spacy_sla.ab.processes import AbInterrupted, stop_on_signals
+from spacy_sla.ab.runs import AbResult, execute_logged, lost_run, progress_line, run_sequentially
+
+from ..ab.configs import (
     DEFAULT_PARSER,
     MANIFEST,
     VARIANT_OPTIONS,
@@ -40,6 +23,9 @@ from ..research.pipeline_configs import (
     parse_sla_layers,
     variant_names,
 )
+from ..ab.lock import hold_output_dir, live_holder
+from ..ab.report import write_report
+from ..errors import Errors
 from ._app import sla_cli
 
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -148,7 +134,7 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
     runs = prepare(plan)
     _warn_of_edited_arms(plan)
     if ray:
-        from ..research.distributed import run_grid
+        from .._ray import run_grid
 
         if plan.gpu_id >= 0 and ray_gpus_per_run <= 0:
             msg.warn(f"--gpu-id {plan.gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")

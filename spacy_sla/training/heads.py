@@ -132,7 +132,7 @@ def build_cls_text_classifier(
     output layer with weights from N(0, init_std²) and zero biases: softmax
     for exclusive classes, else a sigmoid per class.
 
-    The plain fine-tune's `--pooling cls` (spacy_sla.research.baseline)
+    The plain fine-tune's `--pooling cls` (lab.baseline)
     classifies the same vector (hidden[:, 0]) with dropout and a linear layer,
     so the spaCy and plain runs of the paper's recipe (docs/training.md)
     match. The authors' code differs: it classifies BERT's pooler output

@@ -1,0 +1,227 @@
+"""SLA against plain attention on a bare encoder, without spaCy: a
+BERT-base-sized model with random weights (hidden 768, 12 layers, 12 heads),
+batch 32 x 128 pieces, mixed precision on a GPU. It prints the same ratios as
+`spacy sla benchmark` (prediction, training step, peak memory; SLA /
+vanilla) and torch.cuda.max_memory_allocated of each, for three variants:
+
+- vanilla: the model's own SDPA attention;
+- sla: SyntaxAwareTransformer, training through TwoBranchAttention;
+- sla-two-sdpa: the same with memory_saving_training off (two SDPA calls,
+  the formulation before TwoBranchAttention), to show what it saves.
+
+The local mask is syntax-like: a band of +-3 pieces plus 5% random
+long-distance pairs; the documents have 75-100% of the pieces (padding).
+
+    python scripts/gpu_benchmark.py            # on cuda:0, a few minutes
+    python scripts/gpu_benchmark.py --layers 2 --hidden 64 --heads 4 --pieces 16 --batch-size 4 --repeats 2
+"""
+import argparse
+import json
+import statistics
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+import torch
+from transformers import BertConfig, BertModel
+
+from spacy_sla.layers import SyntaxAwareAttention, SyntaxAwareTransformer
+
+VARIANTS = ("vanilla", "sla", "sla-two-sdpa")
+
+
+def encoder(variant: str, layers: int, hidden: int, heads: int, device: torch.device, seed: int = 0) -> torch.nn.Module:
+    """The same random weights for every variant."""
+    torch.manual_seed(seed)
+    config = BertConfig(
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        attn_implementation="sdpa",
+    )
+    model = BertModel(config, add_pooling_layer=False)
+    if variant != "vanilla":
+        model = SyntaxAwareTransformer(model)
+    return model.to(device)
+
+
+def inputs(batch_size: int, pieces: int, device: torch.device, seed: int = 1) -> Dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(1000, 20000, (batch_size, pieces), generator=generator)
+    lengths = torch.randint(pieces * 3 // 4, pieces + 1, (batch_size,), generator=generator)
+    attention_mask = (torch.arange(pieces)[None] < lengths[:, None]).long()
+    positions = torch.arange(pieces)
+    band = (positions[:, None] - positions[None]).abs() <= 3
+    local_mask = band[None] | (torch.rand(batch_size, pieces, pieces, generator=generator) < 0.05)
+    return {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device), "local_mask": local_mask.to(device)}
+
+
+@contextmanager
+def formulation(variant: str) -> Iterator[None]:
+    previous = SyntaxAwareAttention.memory_saving_training
+    SyntaxAwareAttention.memory_saving_training = variant != "sla-two-sdpa"
+    try:
+        yield
+    finally:
+        SyntaxAwareAttention.memory_saving_training = previous
+
+
+def _forward(model: torch.nn.Module, variant: str, batch: Dict[str, torch.Tensor]) -> torch.Tensor:
+    if variant == "vanilla":
+        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    return model(batch["input_ids"], batch["attention_mask"], local_mask=batch["local_mask"]).last_hidden_state
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _seconds(function: Callable[[], Any], device: torch.device) -> float:
+    _synchronize(device)
+    start = time.perf_counter()
+    function()
+    _synchronize(device)
+    return time.perf_counter() - start
+
+
+def run(
+    layers: int = 12,
+    hidden: int = 768,
+    heads: int = 12,
+    batch_size: int = 32,
+    pieces: int = 128,
+    repeats: int = 10,
+    device_name: str = "cuda",
+    mixed_precision: bool = True,
+    variants: Sequence[str] = VARIANTS,
+) -> Dict[str, Any]:
+    """Per variant: median seconds of a prediction (eval, no_grad) and of a
+    training step (train mode with dropout, forward + backward + SGD step),
+    variants taking turns; then the peak memory of one training step per
+    variant (a fresh high-water mark each)."""
+    device = torch.device(device_name)
+    batch = inputs(batch_size, pieces, device)
+    models = {variant: encoder(variant, layers, hidden, heads, device) for variant in variants}
+    optimizers = {variant: torch.optim.SGD(model.parameters(), lr=1e-5) for variant, model in models.items()}
+    autocast = torch.autocast(device.type, dtype=torch.float16, enabled=mixed_precision and device.type == "cuda")
+
+    def predict(variant: str) -> None:
+        model = models[variant].eval()
+        with torch.no_grad(), autocast, formulation(variant):
+            _forward(model, variant, batch)
+
+    def train_step(variant: str) -> None:
+        model = models[variant].train()
+        with formulation(variant):
+            with autocast:
+                loss = _forward(model, variant, batch).float().pow(2).mean()
+            loss.backward()
+        optimizers[variant].step()
+        optimizers[variant].zero_grad(set_to_none=True)
+
+    samples: Dict[str, Dict[str, List[float]]] = {v: {"predict": [], "train": []} for v in variants}
+    for repeat in range(repeats + 1):  # repetition 0 warms up
+        for variant in variants:
+            predict_seconds = _seconds(lambda: predict(variant), device)
+            train_seconds = _seconds(lambda: train_step(variant), device)
+            if repeat:
+                samples[variant]["predict"].append(predict_seconds)
+                samples[variant]["train"].append(train_seconds)
+    peak: Dict[str, Optional[float]] = {}
+    for variant in variants:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+            train_step(variant)
+            peak[variant] = torch.cuda.max_memory_allocated(device) / 2**20
+        else:
+            peak[variant] = None  # RSS is per process; the spaCy benchmark measures it
+    report: Dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else device_name,
+        "torch": torch.__version__,
+        "model": {"layers": layers, "hidden": hidden, "heads": heads, "weights": "random"},
+        "batch_size": batch_size,
+        "pieces": pieces,
+        "mixed_precision": mixed_precision and device.type == "cuda",
+        "repeats": repeats,
+        "variants": {
+            variant: {
+                "predict_seconds": statistics.median(samples[variant]["predict"]),
+                "train_seconds": statistics.median(samples[variant]["train"]),
+                "peak_memory_mib": peak[variant],
+            }
+            for variant in variants
+        },
+    }
+    report["ratios"] = ratios(report)
+    return report
+
+
+def ratios(report: Dict[str, Any]) -> Dict[str, Dict[str, Optional[float]]]:
+    """Each variant / vanilla: time ratios (above 1: slower) and memory."""
+    variants = report["variants"]
+    base = variants["vanilla"]
+    result = {}
+    for variant, values in variants.items():
+        if variant == "vanilla":
+            continue
+        memory = None
+        if values["peak_memory_mib"] is not None and base["peak_memory_mib"]:
+            memory = values["peak_memory_mib"] / base["peak_memory_mib"]
+        result[variant] = {
+            "predict": values["predict_seconds"] / base["predict_seconds"],
+            "train": values["train_seconds"] / base["train_seconds"],
+            "peak_memory": memory,
+        }
+    return result
+
+
+def format_report(report: Dict[str, Any]) -> str:
+    lines = [
+        f"{report['date']}, {report['device']}, torch {report['torch']}; BERT encoder with random weights "
+        f"({report['model']['layers']} layers, hidden {report['model']['hidden']}, {report['model']['heads']} heads), "
+        f"batch {report['batch_size']} x {report['pieces']} pieces, mixed precision {report['mixed_precision']}, "
+        f"{report['repeats']} repetitions",
+        "",
+        "| variant | predict ms | train step ms | peak MiB | / vanilla predict | / vanilla train | / vanilla memory |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for variant, values in report["variants"].items():
+        ratio = report["ratios"].get(variant, {"predict": 1.0, "train": 1.0, "peak_memory": 1.0})
+        memory = "-" if values["peak_memory_mib"] is None else f"{values['peak_memory_mib']:.0f}"
+        memory_ratio = "-" if ratio["peak_memory"] is None else f"{ratio['peak_memory']:.3f}"
+        lines.append(
+            f"| {variant} | {1000 * values['predict_seconds']:.1f} | {1000 * values['train_seconds']:.1f} | {memory} "
+            f"| {ratio['predict']:.3f} | {ratio['train']:.3f} | {memory_ratio} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--hidden", type=int, default=768)
+    parser.add_argument("--heads", type=int, default=12)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--pieces", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--no-mixed-precision", action="store_true")
+    parser.add_argument("--output", default=None, help="also write the report as JSON here")
+    args = parser.parse_args(argv)
+    report = run(
+        args.layers, args.hidden, args.heads, args.batch_size, args.pieces, args.repeats, args.device,
+        not args.no_mixed_precision,
+    )
+    print(format_report(report), flush=True)
+    if args.output:
+        with open(args.output, "w", encoding="utf8") as file:
+            json.dump(report, file, indent=2)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Fixtures shared by the tests of the wheel (tests/), the lab (lab/tests/) and
+the benchmarks (benchmarks/tests/); setup.cfg puts the repository root and
+tests/ (util.py, tiny_models.py) on sys.path."""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from tiny_models import save_tiny_model  # noqa: E402
+
+torch.set_num_threads(2)
+
+
+def pytest_runtest_setup(item):
+    if "gpu" in item.keywords and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-bert"), "bert")
+
+
+@pytest.fixture(scope="session")
+def tiny_distilbert(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-distilbert"), "distilbert")
+
+
+@pytest.fixture(scope="session")
+def tiny_electra(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-electra"), "electra")
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """A local Ray instance of 2 CPUs for the tests of one module."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False)
+    yield ray
+    ray.shutdown()

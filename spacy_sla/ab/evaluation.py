@@ -1,0 +1,153 @@
+"""One trained pipeline on a dev set, as `spacy evaluate` scores it, plus
+what a comparison needs besides the scores: the prediction speed and, for
+every score, its per-document statistics for the bootstrap over documents
+(score_statistics.py).
+
+It runs as its own process (`python -m spacy_sla.ab.evaluation
+MODEL DEV OUTPUT`), like `spacy evaluate`, so that every model is scored
+with fresh memory, and on a Ray worker as well as here.
+"""
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+import numpy
+from spacy import util
+from spacy.language import Language
+from spacy.scorer import Scorer
+from spacy.training import Corpus, Example
+from thinc.api import fix_random_seed, require_gpu
+
+from ..errors import Errors
+from ..files import write_atomically
+from .statistics import bootstrap_weights, component_statistics, matches
+
+EVALUATION_VERSION = 1  # bump when the file's content changes meaning: older files are evaluated again
+
+
+def numeric_scores(scores: Dict[str, Any]) -> Dict[str, float]:
+    return {key: float(value) for key, value in scores.items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)}
+
+
+def scorer_kwargs(component: Any) -> Dict[str, Any]:
+    """What Pipe.score passes to a component's scorer: its cfg, with its labels."""
+    kwargs: Dict[str, Any] = {}
+    if isinstance(getattr(component, "cfg", None), dict):
+        kwargs.update(component.cfg)
+    if hasattr(component, "labels"):
+        kwargs["labels"] = component.labels
+    return kwargs
+
+
+def _recomputed_draws(
+    component: Any, examples: Sequence[Example], keys: Sequence[str], weights: numpy.ndarray
+) -> Dict[str, List[Optional[float]]]:
+    """The component's own scorer on every draw (each document repeated as
+    often as drawn): exact for any score, and slow, so only for scores that
+    no per-document statistic covers."""
+    values: Dict[str, List[Optional[float]]] = {key: [] for key in keys}
+    for draw in weights:
+        drawn = [examples[index] for index in numpy.repeat(numpy.arange(len(examples)), draw)]
+        scores = component.score(drawn)
+        for key in keys:
+            value = scores.get(key)
+            values[key].append(float(value) if isinstance(value, (int, float)) else None)
+    return values
+
+
+class _KeepingScorer(Scorer):
+    """spaCy's Scorer, keeping the examples it scored: nlp.evaluate predicts
+    on copies of the examples and hands those to its scorer."""
+
+    examples: List[Example] = []
+
+    def score(self, examples: Iterable[Example], *, per_component: bool = False) -> Dict[str, Any]:
+        self.examples = list(examples)
+        return super().score(self.examples, per_component=per_component)
+
+
+def score_statistics(
+    nlp: Language, examples: Sequence[Example], resamples: int, random_seed: int
+) -> Dict[str, Dict[str, Any]]:
+    """For every numeric score of every component that is trained (the
+    frozen ones are the same model in every run and are left out): the
+    component, and either a per-document statistic that gives the scorer's
+    full-set value (checked here) or the score recomputed on each of the
+    `resamples` draws of bootstrap_weights(len(examples), resamples,
+    random_seed). A score given by several components is the last one's,
+    as in nlp.evaluate."""
+    frozen = set(nlp.config["training"].get("frozen_components", []))
+    result: Dict[str, Dict[str, Any]] = {}
+    weights: Optional[numpy.ndarray] = None
+    for name, component in nlp.pipeline:
+        if name in frozen or not hasattr(component, "score"):
+            continue
+        reported = numeric_scores(component.score(examples))
+        if not reported:
+            continue
+        scorer_config = nlp.config["components"].get(name, {}).get("scorer")
+        statistics = component_statistics(scorer_config, examples, scorer_kwargs(component))
+        uncovered = []
+        for key, value in reported.items():
+            statistic = statistics.get(key)
+            if statistic is not None and matches(statistic, value):
+                result[key] = {"component": name, "method": statistic.kind, "statistic": statistic.to_json()}
+            else:
+                uncovered.append(key)
+        if uncovered:
+            if weights is None:
+                weights = bootstrap_weights(len(examples), resamples, random_seed)
+            for key, values in _recomputed_draws(component, examples, uncovered, weights).items():
+                result[key] = {"component": name, "method": "recomputed", "resamples": resamples,
+                               "random_seed": random_seed, "draws": values, "value": reported[key]}
+    return result
+
+
+def evaluate_model(
+    model_dir: Path, dev_path: Path, *, gpu_id: int = -1, resamples: int = 10000, random_seed: int = 0
+) -> Dict[str, Any]:
+    """`spacy evaluate MODEL DEV`'s scores (the same steps: fixed random
+    seed, spaCy's Corpus reader, nlp.evaluate), the words per second of the
+    prediction nlp.evaluate timed, and the per-document statistics."""
+    fix_random_seed()
+    if gpu_id >= 0:
+        require_gpu(gpu_id)
+    nlp = util.load_model(model_dir)
+    examples = list(Corpus(dev_path)(nlp))
+    if not examples:
+        raise ValueError(Errors.E031.format(path=dev_path))
+    scorer = _KeepingScorer(nlp=nlp)  # what nlp.evaluate makes by default, keeping the predictions
+    started = time.perf_counter()
+    scores = nlp.evaluate(examples, scorer=scorer)
+    seconds = time.perf_counter() - started
+    return {
+        "version": EVALUATION_VERSION,
+        "scores": scores,
+        "words": sum(len(example.predicted) for example in scorer.examples),
+        "documents": len(examples),
+        "words_per_second": scores.get("speed"),
+        "evaluate_seconds": seconds,
+        "score_weights": {key: value for key, value in nlp.config["training"]["score_weights"].items() if value},
+        "statistics": score_statistics(nlp, scorer.examples, resamples, random_seed),
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("dev", type=Path)
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--resamples", type=int, default=10000)
+    parser.add_argument("--random-seed", type=int, default=0)
+    arguments = parser.parse_args(argv)
+    evaluation = evaluate_model(arguments.model, arguments.dev, gpu_id=arguments.gpu_id,
+                                resamples=arguments.resamples, random_seed=arguments.random_seed)
+    write_atomically(arguments.output, json.dumps(evaluation).encode("utf8"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,324 @@
+"""One run of `spacy sla ab` (AbRun: a size, variant and seed) and the run
+stack that trains, scores and reports it: train() with `spacy train`
+(kept when it finished with the same settings on the same training data),
+evaluate() with evaluation.py in its own process, execute() of both for a
+grid that goes on after a failed run, run_sequentially() or, on Ray,
+spacy_sla._ray.run_grid with execute_logged, lost_run and progress_line."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from spacy.util import load_config
+from thinc.api import Config
+
+from ..errors import Errors
+from ..files import file_fingerprint, write_atomically
+from .configs import (
+    REFERENCE,
+)
+from .evaluation import EVALUATION_VERSION
+from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
+from .processes import AbInterrupted, run_command
+
+RUN_SETTINGS = "run.json"
+RUN_CONFIG = "train-config.cfg"
+TRAIN_LOG = "train-log.jsonl"  # spaCy's ConsoleLogger.v3 output: one JSON line per evaluation
+EVALUATION = "dev-evaluation.json"
+MODELS = ("model-last", "model-best")  # what `spacy train` saves in a run directory
+ALL = "all"
+
+
+def size_label(size: Optional[int]) -> str:
+    return ALL if size is None else str(size)
+
+
+@dataclass(frozen=True)
+class AbRun:
+    """One (size, variant, seed) of the comparison, with what training and
+    evaluating it need."""
+
+    variant: str
+    seed: int
+    size: Optional[int]
+    config_path: Path
+    output_dir: Path
+    train_path: Path
+    dev_path: Path
+    overrides: Dict[str, Any] = field(default_factory=dict)
+    sizes_compared: bool = False  # whether the comparison has --train-sizes (then runs sit under size-N/)
+    gpu_id: int = -1
+    model: str = "last"  # "last" or "best": the model that is scored
+    resamples: int = 10000
+    random_seed: int = 0
+    sample_seed: int = 0  # the draw of the training sample, for a size below the whole set
+    # what is done after the evaluation; neither changes the run's result, so neither is a setting
+    by_mask: bool = False  # record which dev documents the mask restricts (needs the model)
+    drop_models: bool = False  # then delete the models, keeping the records the report needs
+
+    @property
+    def name(self) -> str:
+        return (f"size {size_label(self.size)}/" if self.sizes_compared else "") + f"{self.variant}/seed{self.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        base = self.output_dir / f"size-{size_label(self.size)}" if self.sizes_compared else self.output_dir
+        return base / self.variant / f"seed{self.seed}"
+
+    @property
+    def model_dir(self) -> Path:
+        return self.run_dir / f"model-{self.model}"
+
+    def settings(self) -> Dict[str, Any]:
+        """What makes two runs the same run: a finished run with equal settings is kept."""
+        settings = {
+            "variant": self.variant, "seed": self.seed, "size": self.size,
+            "config": str(self.config_path), "config_sha256": file_fingerprint(self.config_path)["sha256"],
+            "train": str(self.train_path), "dev": str(self.dev_path), "overrides": self.overrides,
+            "gpu_id": self.gpu_id,
+        }
+        if self.size is not None:  # a sample drawn with another seed is another training set at the same path
+            settings["sample_seed"] = self.sample_seed
+        return settings
+
+    def train_command(self) -> List[str]:
+        return [sys.executable, "-m", "spacy", "train", str(self.run_dir / RUN_CONFIG), "--output",
+                str(self.run_dir), "--gpu-id", str(self.gpu_id)]
+
+    def evaluate_command(self) -> List[str]:
+        return evaluation_command(self.model_dir, self.dev_path, self.run_dir / EVALUATION, self.gpu_id,
+                                  self.resamples, self.random_seed)
+
+
+def has_setting(config: Dict[str, Any], dotted: str) -> bool:
+    node: Any = config
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def run_config(run: AbRun) -> Config:
+    """The variant's config with the run's data, seed and overrides, and a
+    second logger beside the config's own that keeps every evaluation as a
+    JSON line (spaCy's ConsoleLogger.v3 with an output file, chained with
+    spacy-loggers' ChainLogger.v1), so the report can show the dev curve."""
+    config = load_config(run.config_path, interpolate=False)
+    settings = {"paths.train": str(run.train_path), "paths.dev": str(run.dev_path), "system.seed": run.seed}
+    settings.update({key: value for key, value in run.overrides.items() if has_setting(config, key)})
+    config = load_config(run.config_path, overrides=settings, interpolate=False)
+    training = config["training"]
+    training["logger"] = {
+        "@loggers": "spacy.ChainLogger.v1",
+        "logger1": training.get("logger") or {"@loggers": "spacy.ConsoleLogger.v1", "progress_bar": False},
+        "logger2": {"@loggers": "spacy.ConsoleLogger.v3", "progress_bar": None, "console_output": False,
+                    "output_file": str(run.run_dir / TRAIN_LOG)},
+    }
+    return config
+
+
+def finished_settings(run: AbRun) -> Optional[Dict[str, Any]]:
+    """run.json of a run that finished with the same settings on the same
+    training data, else None. A run counts as finished while it has its
+    model or, once --drop-models deleted that, its evaluation."""
+    path = run.run_dir / RUN_SETTINGS
+    if not (path.exists() and (run.model_dir.exists() or (run.run_dir / EVALUATION).exists())):
+        return None
+    record = json.loads(path.read_text(encoding="utf8"))
+    if record.get("settings") != run.settings():
+        return None
+    # a corpus rewritten at the same path (or another one sampled into data/) is other training data;
+    # records written before the fingerprint was kept are taken on their settings alone
+    if "train_data" in record and record["train_data"] != file_fingerprint(run.train_path):
+        return None
+    return record
+
+
+def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> Dict[str, Any]:
+    """Train one run with `spacy train` (unless it finished before with the
+    same settings); returns its run.json."""
+    if not force:
+        kept = finished_settings(run)
+        if kept is not None:
+            return {**kept, "kept": True}
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    (run.run_dir / RUN_SETTINGS).unlink(missing_ok=True)
+    (run.run_dir / EVALUATION).unlink(missing_ok=True)
+    (run.run_dir / TRAIN_LOG).unlink(missing_ok=True)  # spaCy's logger would refuse to overwrite it
+    (run.run_dir / STRATA_FILE).unlink(missing_ok=True)
+    write_atomically(run.run_dir / RUN_CONFIG, run_config(run).to_str(interpolate=False).encode("utf8"))
+    started = time.perf_counter()
+    run_command(run.train_command(), log_path)
+    record = {"settings": run.settings(), "train_data": file_fingerprint(run.train_path),
+              "train_seconds": round(time.perf_counter() - started, 2)}
+    write_atomically(run.run_dir / RUN_SETTINGS, json.dumps(record, indent=2).encode("utf8"))
+    return record
+
+
+def evaluation_command(model_dir: Path, dev_path: Path, output: Path, gpu_id: int = -1, resamples: int = 10000,
+                       random_seed: int = 0) -> List[str]:
+    return [sys.executable, "-m", "spacy_sla.ab.evaluation", str(model_dir), str(dev_path), str(output),
+            "--gpu-id", str(gpu_id), "--resamples", str(resamples), "--random-seed", str(random_seed)]
+
+
+def evaluate_saved_model(
+    model_dir: Path,
+    dev_path: Path,
+    output: Path,
+    *,
+    gpu_id: int = -1,
+    resamples: int = 10000,
+    random_seed: int = 0,
+    log_path: Optional[Path] = None,
+) -> Dict[str, Any]:
+    """Score a saved pipeline on a dev set (dev_evaluation in its own
+    process: `spacy evaluate`'s scores, the speed, the per-document
+    statistics) into output, or read the evaluation made there before of
+    the same model, dev file and draws."""
+    key = {"version": EVALUATION_VERSION, "model": file_fingerprint(model_dir / "meta.json"),
+           "dev": file_fingerprint(dev_path), "resamples": resamples, "random_seed": random_seed}
+    if output.exists():
+        kept = json.loads(output.read_text(encoding="utf8"))
+        if kept.get("key") == key:
+            return kept
+    run_command(evaluation_command(model_dir, dev_path, output, gpu_id, resamples, random_seed), log_path)
+    evaluation = json.loads(output.read_text(encoding="utf8"))
+    evaluation["key"] = key
+    write_atomically(output, json.dumps(evaluation).encode("utf8"))
+    return evaluation
+
+
+def evaluate(run: AbRun, log_path: Optional[Path] = None) -> Dict[str, Any]:
+    """The run's model on the dev set (evaluate_saved_model); once the model
+    is deleted, the evaluation recorded before (train() deletes it when the
+    run trains again, so it belongs to this run's model)."""
+    if not run.model_dir.exists():
+        path = run.run_dir / EVALUATION
+        if not path.exists():
+            raise ValueError(Errors.E044.format(run_dir=run.run_dir, model=run.model_dir,
+                                                record=f"evaluation ({EVALUATION})"))
+        return json.loads(path.read_text(encoding="utf8"))
+    return evaluate_saved_model(run.model_dir, run.dev_path, run.run_dir / EVALUATION, gpu_id=run.gpu_id,
+                                resamples=run.resamples, random_seed=run.random_seed, log_path=log_path)
+
+
+def record_mask_strata(run: AbRun) -> None:
+    """Which dev documents the run's mask restricts (kept_strata), while the
+    model is there; the reference has no local mask to ask."""
+    if run.variant == REFERENCE:
+        return
+    try:
+        kept_strata(run.model_dir, run.dev_path, run.run_dir)
+    except NoLocalMaskError:
+        pass  # recorded as such; the report names the variant as left out
+
+
+def drop_models(run: AbRun) -> None:
+    for name in MODELS:
+        shutil.rmtree(run.run_dir / name, ignore_errors=True)
+
+
+def training_curve(run: AbRun) -> List[Dict[str, Any]]:
+    """The weighted dev score and the logged scores (fractions) at every
+    evaluation of the run, from spaCy's JSON lines."""
+    path = run.run_dir / TRAIN_LOG
+    if not path.exists():
+        return []
+    curve = []
+    for line in path.read_text(encoding="utf8").splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            curve.append({"step": entry["step"], "score": entry["score"],
+                          "scores": {key: value / 100 for key, value in entry.get("scores", {}).items()
+                                     if key != "speed" and isinstance(value, (int, float))}})
+    return curve
+
+
+@dataclass
+class AbResult:
+    run: AbRun
+    status: str  # "trained", "kept" or "failed"
+    seconds: float
+    record: Optional[Dict[str, Any]] = None  # run.json with the evaluation's scores
+    error: str = ""
+    log_tail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+
+def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -> AbResult:
+    """Train and evaluate one run; never raises for a failed run (its
+    result says why), so a grid goes on. With logs, the commands' output
+    goes to the run's train.log and evaluate.log."""
+    started = time.perf_counter()
+    previous = os.getcwd()
+    if working_dir is not None:
+        if not Path(working_dir).is_dir():
+            return AbResult(run, "failed", 0.0, error=f"the working directory {working_dir} is not on this node")
+        os.chdir(working_dir)
+    stage = "train"
+    try:
+        record = train(run, run.run_dir / "train.log" if logs else None)
+        kept = bool(record.get("kept"))  # train() checked finished_settings (a hash of the training data) once
+        stage = "evaluate"
+        evaluation = evaluate(run, run.run_dir / "evaluate.log" if logs else None)
+        if run.by_mask:
+            stage = "split the dev set by mask"
+            record_mask_strata(run)
+        if run.drop_models:
+            drop_models(run)
+        return AbResult(run, "kept" if kept else "trained", time.perf_counter() - started,
+                         record={**record, "scores": evaluation["scores"]})
+    except subprocess.CalledProcessError as error:
+        log = run.run_dir / f"{stage}.log"
+        tail = "\n".join(log.read_text(encoding="utf8", errors="replace").splitlines()[-25:]) if log.exists() else ""
+        return AbResult(run, "failed", time.perf_counter() - started,
+                         error=f"`{stage}` exited with status {error.returncode}", log_tail=tail)
+    except Exception as error:  # a broken config, an unreadable file: report, don't stop the grid
+        return AbResult(run, "failed", time.perf_counter() - started, error=f"{stage}: {type(error).__name__}: {error}",
+                         log_tail=traceback.format_exc(limit=-3))
+    finally:
+        os.chdir(previous)
+
+
+def execute_logged(run: AbRun, working_dir: str) -> AbResult:
+    """execute() as a Ray task's body: in the driver's working directory, output to the run's logs."""
+    return execute(run, working_dir, logs=True)
+
+
+def lost_run(run: AbRun, error: str) -> AbResult:
+    """The result of a run whose Ray task died."""
+    log = run.run_dir / "train.log"
+    tail = "\n".join(log.read_text(encoding="utf8", errors="replace").splitlines()[-25:]) if log.exists() else ""
+    return AbResult(run, "failed", 0.0, error=f"the Ray task failed: {error}", log_tail=tail)
+
+
+def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = print) -> List[AbResult]:
+    results = []
+    for position, run in enumerate(runs, 1):
+        report(f"[{position}/{len(runs)}] {run.name}: " + " ".join(run.train_command()))
+        try:
+            result = execute(run)
+        except AbInterrupted as stop:
+            stop.run_name = run.name
+            raise
+        results.append(result)
+        report(progress_line(position, len(runs), result))
+    return results
+
+
+def progress_line(done: int, total: int, result: AbResult) -> str:
+    prefix = f"[{done}/{total}] {result.run.name}"
+    if result.failed:
+        return f"{prefix} FAILED after {result.seconds:.0f} s: {result.error}"
+    verb = "trained and evaluated" if result.status == "trained" else "kept (finished before)"
+    return f"{prefix} {verb} in {result.seconds:.0f} s"

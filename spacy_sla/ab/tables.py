@@ -1,0 +1,58 @@
+"""Markdown tables of paired comparisons over seeds and over resampled dev
+documents (resampling.py), and of the same split by mask (mask_strata.py):
+the report of `spacy sla ab` and the lab's bootstrap comparisons print them."""
+from typing import Any, Dict, Optional, Sequence
+
+from .mask_strata import GAP, STRATUM_LABELS
+
+
+def _signed(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{100 * value:+.2f}"
+
+
+def _interval(result: Dict[str, Any]) -> str:
+    if result["low"] is None:
+        return "n/a"
+    return f"[{_signed(result['low'])}, {_signed(result['high'])}]"
+
+
+_DIFFERENCE_HEADER = ("seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t-interval | verdict "
+                      "| over documents: 95% bootstrap interval | p | verdict |")
+
+
+def _difference_cells(row: Dict[str, Any]) -> str:
+    """A row's seeds, per-seed differences, mean, both intervals, p and verdicts as table cells."""
+    seeds, documents = row["over_seeds"], row["over_documents"]
+    per_seed = ", ".join(_signed(value) for value in seeds["differences"])
+    p_value = "n/a" if documents["p_value"] is None else f"{documents['p_value']:.3f}"
+    return (f"{len(row['seeds'])} | {per_seed} | {_signed(seeds['mean'])} | {_interval(seeds)} | {seeds['verdict']} "
+            f"| {_interval(documents)} | {p_value} | {documents['verdict']} |")
+
+
+def bootstrap_table(comparison: Dict[str, Any]) -> str:
+    """The comparison as a markdown table, differences ×100."""
+    lines = ["| comparison | " + _DIFFERENCE_HEADER, "|---" * 9 + "|"]
+    for row in comparison["rows"]:
+        lines.append(f"| {row['variant']} − {row['reference']} | " + _difference_cells(row))
+    return "\n".join(lines)
+
+
+def strata_table(rows: Sequence[Dict[str, Any]]) -> str:
+    """The rows of `--by-mask` (mask_strata.rows_by_mask) as a markdown
+    table, differences ×100. A part without documents (whole documents in
+    128-token spans: every one is restricted) has no row, nor has its
+    variant's restricted − unrestricted; a line under the table says so."""
+    lines = ["| comparison | dev documents | " + _DIFFERENCE_HEADER, "|---" * 10 + "|"]
+    empty = {(row["variant"], row["reference"]): row["stratum"] for row in rows
+             if row["stratum"] in STRATUM_LABELS and not row["documents"]}
+    for row in rows:
+        if not row["documents"] or (row["stratum"] == GAP and (row["variant"], row["reference"]) in empty):
+            continue
+        if row["stratum"] in STRATUM_LABELS:
+            what = f"{row['variant']} − {row['reference']}, {STRATUM_LABELS[row['stratum']]}"
+        else:
+            what = f"({row['variant']} − {row['reference']}): restricted − unrestricted"
+        lines.append(f"| {what} | {row['documents']} | " + _difference_cells(row))
+    notes = [f"- {variant}: no dev document where {STRATUM_LABELS[stratum]}, so no comparison of the two parts"
+             for (variant, _), stratum in empty.items()]
+    return "\n".join(lines + ([""] + notes if notes else []))

@@ -1,0 +1,228 @@
+"""The bootstrap over dev documents: per-document counts that add up to the
+task scorers' metrics, the paired resampling, and `spacy sla bootstrap` on
+small trained pipelines."""
+import json
+import math
+from pathlib import Path
+from typing import List, Sequence
+
+import numpy
+import pytest
+import spacy
+from spacy.cli._util import app
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin, Span
+from spacy.training import Example
+from typer.testing import CliRunner
+
+import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from lab.dev_predictions import bootstrap_comparison
+from spacy_sla.ab import runs as ab
+from spacy_sla.ab.resampling import DrawValues, bootstrap_interval
+from spacy_sla.ab.runs import EVALUATION
+from spacy_sla.ab.statistics import CountStatistic, component_statistics, entity_counts, full_set_value
+from spacy_sla.ab.tables import bootstrap_table
+from spacy_sla.training.scorers import entity_score, error_detection_counts, textcat_score
+
+LABELS = ["NEGATIVE", "POSITIVE"]
+
+
+@pytest.fixture(scope="module")
+def nlp() -> Language:
+    return spacy.blank("en")
+
+
+def cats_examples(nlp: Language, pairs: Sequence[Sequence[str]]) -> List[Example]:
+    """One example per (gold, predicted) label pair."""
+    examples = []
+    for gold, pred in pairs:
+        predicted = nlp.make_doc("a film")
+        predicted.cats = {label: 0.9 if label == pred else 0.1 for label in LABELS}
+        examples.append(Example.from_dict(predicted, {"cats": {label: float(label == gold) for label in LABELS}}))
+    return examples
+
+
+def test_cats_counts_add_up_to_the_scorers_accuracy_and_mcc(nlp):
+    pairs = [("POSITIVE", "POSITIVE")] * 5 + [("POSITIVE", "NEGATIVE")] * 2 + [("NEGATIVE", "NEGATIVE")] * 4 + [("NEGATIVE", "POSITIVE")]
+    examples = cats_examples(nlp, pairs)
+    statistics = component_statistics({"@scorers": "spacy-sla.textcat_scorer.v1"}, examples, {"labels": LABELS})
+    counts = statistics["cats_mcc"].counts
+    assert counts.shape == (12, 4) and counts.sum(axis=1).tolist() == [1] * 12  # one cell of the 2 x 2 matrix each
+    assert counts.sum(axis=0).tolist() == [4, 1, 2, 5]  # rows gold NEGATIVE, POSITIVE; columns predicted
+    scores = textcat_score(examples, labels=LABELS)
+    assert full_set_value(statistics["cats_accuracy"]) == pytest.approx(9 / 12) == scores["cats_accuracy"]
+    expected_mcc = (5 * 4 - 1 * 2) / math.sqrt(6 * 7 * 5 * 6)
+    assert full_set_value(statistics["cats_mcc"]) == pytest.approx(expected_mcc) == pytest.approx(scores["cats_mcc"])
+
+
+def entity_example(nlp: Language, words: List[str], gold: List[str], predicted_words: List[str], predicted: List[tuple]) -> Example:
+    """gold: IOB tags over words ("" = missing annotation); predicted:
+    (start, end, label) spans over predicted_words."""
+    doc = Doc(nlp.vocab, words=predicted_words)
+    doc.ents = [Span(doc, start, end, label=label) for start, end, label in predicted]
+    reference = Doc(nlp.vocab, words=words, ents=[tag or None for tag in gold] if any(gold) else None)
+    return Example(doc, reference)
+
+
+def test_entity_counts_follow_spacys_exact_match_rules(nlp):
+    words = ["Anna", "lives", "in", "New", "York", "."]
+    right_and_wrong_type = entity_example(nlp, words, ["B-PER", "O", "O", "B-LOC", "I-LOC", "O"],
+                                          words, [(0, 1, "PER"), (3, 5, "ORG")])
+    assert entity_counts(right_and_wrong_type) == [1, 1, 1]
+    # "NewYork" as one predicted token: the alignment maps it onto gold tokens 3-4, an exact match
+    merged = entity_example(nlp, words, ["B-PER", "O", "O", "B-LOC", "I-LOC", "O"],
+                            ["Anna", "lives", "in", "NewYork", "."], [(3, 4, "LOC")])
+    assert entity_counts(merged) == [1, 0, 1]
+    # over gold tokens without entity annotation a prediction is neither right nor wrong
+    missing = entity_example(nlp, words, ["B-PER", "O", "O", "", "", "O"], words, [(3, 5, "LOC")])
+    assert entity_counts(missing) == [0, 0, 1]
+    examples = [right_and_wrong_type, merged, missing]
+    statistic = component_statistics({"@scorers": "spacy-sla.entity_scorer.v1"}, examples, {})["ents_f"]
+    assert statistic.counts.sum(axis=0).tolist() == [2, 1, 3]
+    assert full_set_value(statistic) == pytest.approx(entity_score(examples)["ents_f"]) == pytest.approx(2 * 2 / (2 * 2 + 1 + 3))
+
+
+def test_error_detection_counts_add_up(nlp):
+    examples = []
+    for gold, pred in [(["c", "i", "c"], ["c", "i", "i"]), (["i", "c"], ["c", "c"])]:
+        doc = Doc(nlp.vocab, words=["w"] * len(pred), tags=pred)
+        examples.append(Example(doc, Doc(nlp.vocab, words=["w"] * len(gold), tags=gold)))
+    statistic = component_statistics({"@scorers": "spacy-sla.error_detection_scorer.v1"}, examples, {})["ged_f05"]
+    assert statistic.counts.tolist() == [[1, 1, 0], [0, 0, 1]]
+    assert tuple(statistic.counts.sum(axis=0)) == error_detection_counts(examples, "i")
+    precision, recall = 1 / 2, 1 / 2
+    assert full_set_value(statistic) == pytest.approx(1.25 * precision * recall / (0.25 * precision + recall))
+
+
+def test_a_scorer_without_statistics_gets_none(nlp):
+    """Its scores are recomputed by the scorer on every draw instead (dev_evaluation)."""
+    assert component_statistics({"@scorers": "my.scorer.v1"}, [], {}) == {}
+    assert component_statistics(None, [], {}) == {}
+
+
+def accuracy_counts(correct: Sequence[bool]) -> numpy.ndarray:
+    """Per-document 2 x 2 confusion cells of a binary classifier whose gold
+    class is always POSITIVE."""
+    return numpy.array([[0, 0, 0, 1] if right else [0, 0, 1, 0] for right in correct], dtype=numpy.int64)
+
+
+def evaluation(counts: numpy.ndarray) -> dict:
+    """A model's dev evaluation as dev_evaluation writes it, with accuracy's statistic alone."""
+    return {"documents": len(counts), "statistics": {
+        "cats_accuracy": {"method": "counts", "statistic": CountStatistic("confusion_accuracy", counts).to_json()}}}
+
+
+def paired_bootstrap(variant: dict, reference: dict, resamples: int, random_seed: int = 0) -> dict:
+    models = {**{("variant", seed): evaluation(counts) for seed, counts in variant.items()},
+              **{("reference", seed): evaluation(counts) for seed, counts in reference.items()}}
+    draws = DrawValues(models, resamples, random_seed)
+    seeds = sorted(variant)
+    observed = numpy.mean([full_set_value(CountStatistic("confusion_accuracy", variant[seed]))
+                           - full_set_value(CountStatistic("confusion_accuracy", reference[seed])) for seed in seeds])
+    return bootstrap_interval(draws.difference("variant", "reference", seeds, "cats_accuracy"), observed, resamples)
+
+
+def test_identical_models_differ_by_nothing_in_every_draw():
+    counts = accuracy_counts([True, False, True, True])
+    result = paired_bootstrap({0: counts, 1: counts}, {0: counts, 1: counts}, resamples=200)
+    assert result["mean"] == 0 and result["low"] == 0 and result["high"] == 0
+    assert result["p_value"] == 1.0 and result["verdict"] == "not shown"
+
+
+def test_the_bootstrap_interval_matches_the_normal_approximation():
+    # 400 documents; the variant is right on 40 more of them than the reference, wrong on none more:
+    # the per-document differences are Bernoulli(0.1), so the mean's sd is sqrt(0.1 * 0.9 / 400) = 0.015.
+    reference = accuracy_counts([False] * 40 + [True] * 360)
+    variant = accuracy_counts([True] * 400)
+    result = paired_bootstrap({0: variant}, {0: reference}, resamples=4000, random_seed=1)
+    assert result["mean"] == pytest.approx(0.1)
+    assert result["low"] == pytest.approx(0.1 - 1.96 * 0.015, abs=0.004)
+    assert result["high"] == pytest.approx(0.1 + 1.96 * 0.015, abs=0.004)
+    assert result["verdict"] == "better" and result["p_value"] == 0.0
+    reversed_result = paired_bootstrap({0: reference}, {0: variant}, resamples=4000, random_seed=1)
+    assert reversed_result["verdict"] == "worse" and reversed_result["high"] == pytest.approx(-result["low"])
+
+
+def test_seeds_share_each_draw_of_the_documents():
+    # seed 0: the variant gains on document 0, seed 1: it loses on document 0. With a shared draw the
+    # mean over seeds is 0 in every draw; independent draws would scatter it.
+    right, wrong = accuracy_counts([True, True, True]), accuracy_counts([False, True, True])
+    result = paired_bootstrap({0: right, 1: wrong}, {0: wrong, 1: right}, resamples=300)
+    assert result["low"] == result["high"] == 0
+
+
+def test_models_scored_on_different_documents_are_refused():
+    with pytest.raises(ValueError, match="different numbers of documents"):
+        paired_bootstrap({0: accuracy_counts([True])}, {0: accuracy_counts([True, False])}, resamples=10)
+
+
+def write_run(training_dir: Path, variant: str, seed: int, nlp: Language) -> None:
+    run_dir = training_dir / variant / f"seed{seed}"
+    run_dir.mkdir(parents=True)
+    nlp.to_disk(run_dir / "model-last")
+    (run_dir / "run.json").write_text(json.dumps({"task": "sst2", "variant": variant, "seed": seed}))
+
+
+def trained_textcat(examples: List[Example], updates: int, seed: int) -> Language:
+    spacy.util.fix_random_seed(seed)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("textcat", config={
+        "model": {"@architectures": "spacy.TextCatBOW.v3", "exclusive_classes": True, "ngram_size": 1, "no_output_layer": False},
+        "scorer": {"@scorers": "spacy-sla.textcat_scorer.v1"},
+    })
+    nlp.initialize(lambda: examples)
+    for _ in range(updates):
+        nlp.update(examples)
+    return nlp
+
+
+def test_bootstrap_command_compares_trained_runs_on_their_dev_documents(tmp_path, monkeypatch):
+    vocab_nlp = spacy.blank("en")
+    texts = [("a great film", "POSITIVE"), ("a dull film", "NEGATIVE"), ("great acting", "POSITIVE"),
+             ("dull and long", "NEGATIVE"), ("great fun", "POSITIVE"), ("long and dull", "NEGATIVE")]
+    docs = []
+    for text, label in texts:
+        doc = vocab_nlp.make_doc(text)
+        doc.cats = {name: float(name == label) for name in LABELS}
+        docs.append(doc)
+    corpus_dir = tmp_path / "corpus"
+    corpus_dir.mkdir()
+    DocBin(docs=docs, store_user_data=True).to_disk(corpus_dir / "dev.spacy")
+    examples = [Example(vocab_nlp.make_doc(doc.text), doc) for doc in docs]
+    training_dir = tmp_path / "training"
+    models = {}
+    for seed in (0, 1):
+        for variant, updates in (("vanilla", 0), ("sla", 5)):
+            models[variant, seed] = trained_textcat(examples, updates, seed)
+            write_run(training_dir, variant, seed, models[variant, seed])
+    output = tmp_path / "bootstrap.json"
+    result = CliRunner().invoke(app, ["sla", "bootstrap", "sst2", str(corpus_dir), str(training_dir), "--variants", "sla",
+                                      "--resamples", "500", "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    comparison = json.loads(output.read_text())
+    row = comparison["rows"][0]
+    assert row["seeds"] == [0, 1] and row["documents"] == 6 and comparison["metric"] == "cats_accuracy"
+    for (variant, seed), model in models.items():  # the per-seed scores are what spaCy's evaluation gives
+        fresh = [Example(model.make_doc(doc.text), doc) for doc in docs]
+        assert row["scores"][variant][str(seed)] == pytest.approx(model.evaluate(fresh)["cats_accuracy"])
+    assert row["over_seeds"]["mean"] == pytest.approx(row["over_documents"]["mean"])
+    assert row["over_documents"]["low"] <= row["over_documents"]["mean"] <= row["over_documents"]["high"]
+    assert "| sla − vanilla | 2 |" in result.output and "| sla − vanilla | 2 |" in bootstrap_table(comparison)
+    assert (training_dir / "sla" / "seed0" / EVALUATION).exists()
+
+    # a second comparison reads the kept evaluations instead of running the models
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was evaluated although its evaluation was kept")
+
+    monkeypatch.setattr(ab, "run_command", no_model)
+    again = bootstrap_comparison("sst2", corpus_dir, training_dir, ["sla"], "vanilla", resamples=500)
+    assert {name: {str(seed): score for seed, score in scores.items()} for name, scores in again["rows"][0]["scores"].items()} == row["scores"]
+
+
+def test_a_missing_run_is_a_coded_error(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "training").mkdir()
+    failed = CliRunner().invoke(app, ["sla", "bootstrap", "sst2", str(tmp_path / "corpus"), str(tmp_path / "training"), "--seeds", "3"])
+    assert failed.exit_code == 1 and "[E020]" in failed.output and "Traceback" not in failed.output
+    with pytest.raises(ValueError, match=r"\[E020\].*vanilla, seed 3"):
+        bootstrap_comparison("sst2", tmp_path / "corpus", tmp_path / "training", ["sla"], "vanilla", seeds=[3])
