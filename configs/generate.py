@@ -24,8 +24,11 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from thinc.api import Config
 
-from spacy_sla.research.pipeline_configs import VARIANTS_DIR, variant_names
-from spacy_sla.research.tasks import TASKS
+# the tasks are the lab's (lab/tasks.py, outside the wheel): run from anywhere, import it from the repository
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lab.tasks import TASKS  # noqa: E402
+from spacy_sla.ab.configs import VARIANTS_DIR, variant_names  # noqa: E402
 
 CONFIGS = Path(__file__).parent
 PARTS = CONFIGS / "parts"

@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 import spacy_sla.cli.benchmark as benchmark_cli
-from lab.tasks import TASKS
 
 from util import sla_nlp
 
@@ -50,65 +49,6 @@ def run_module(*args: object) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "spacy", "sla", *[str(arg) for arg in args]],
         capture_output=True, text=True, env=environment,
     )
-
-
-# convert, prepare, experiment
-
-
-def test_convert_of_a_cyclic_tree_fails_in_one_line_as_spacy_runs_it(tmp_path: Path) -> None:
-    source = tmp_path / "bad.conllu"
-    source.write_text(SELF_HEADED, encoding="utf8")
-    output_path = tmp_path / "out.spacy"
-    result = run_module("convert", "conllu", source, output_path)
-    said = " ".join((result.stdout + result.stderr).split())
-    assert result.returncode == 1, said
-    assert f"[E011] {source}:2: word 2 is its own HEAD" in said
-    assert "Traceback" not in said
-    assert not output_path.exists()
-
-
-def test_convert_refuses_bad_arguments_and_unwritable_outputs(tmp_path: Path) -> None:
-    source = tmp_path / "cola.tsv"
-    source.write_text(COLA_LINE, encoding="utf8")
-    failed(cli("convert", "ner", source, tmp_path / "out.spacy"), "Unknown input format 'ner'", "cola, sst2")
-    failed(cli("convert", "cola", source, tmp_path / "out.spacy", "--limit", "-1"), "--limit takes a whole number >= 0; got -1")
-    failed(cli("convert", "cola", source, tmp_path / "out.spacy", "--offset", "-2"), "--offset takes a whole number >= 0")
-    # The output names a directory: the OSError, in one line.
-    (tmp_path / "a_directory").mkdir()
-    failed(cli("convert", "cola", source, tmp_path / "a_directory"), "Could not convert", "Is a directory")
-    bad = tmp_path / "bad.tsv"
-    bad.write_text(COLA_LINE + "gj04\t5\t\tBad.\n", encoding="utf8")
-    failed(cli("convert", "cola", bad, tmp_path / "out.spacy"), f"[E011] {bad}:2: found the label '5'")
-
-
-def write_cola(data_dir: Path, train: str) -> Path:
-    (data_dir / "cola").mkdir(parents=True, exist_ok=True)
-    (data_dir / TASKS["cola"].train_file).write_text(train, encoding="utf8")
-    (data_dir / TASKS["cola"].dev_file).write_text(COLA_LINE, encoding="utf8")
-    return data_dir
-
-
-def test_prepare_fails_in_one_line(tmp_path: Path) -> None:
-    data_dir = write_cola(tmp_path / "data", COLA_LINE + "gj04\t1\tTruncated.\n")
-    train_file = data_dir / TASKS["cola"].train_file
-    failed(cli("prepare", "cola", data_dir, tmp_path / "corpus"), f"[E011] {train_file}:2: found 3 tab-separated column(s)")
-    failed(cli("prepare", "cola", data_dir, tmp_path / "corpus", "--dev-limit", "-1"), "--dev-limit takes a whole number >= 0")
-    train_file.unlink()
-    failed(cli("prepare", "cola", data_dir, tmp_path / "corpus"), "Could not prepare the cola corpus",
-           "No such file or directory", str(train_file))
-
-
-def test_experiment_fails_in_one_line_before_training(tmp_path: Path) -> None:
-    data_dir = write_cola(tmp_path / "data", "gj04\tx\t\tBad label.\n")
-    train_file = data_dir / TASKS["cola"].train_file
-    options = ["--data-dir", data_dir, "--root", tmp_path, "--variants", "", "--transformer", "unused"]
-    failed(cli("experiment", "cola", *options), f"[E011] {train_file}:1: found the label 'x'")
-    failed(cli("experiment", "cola", *options, "--train-limit", "-3"), "--train-limit takes a whole number >= 0")
-    shutil.rmtree(data_dir)
-    failed(cli("experiment", "cola", *options), "Could not prepare the cola corpus", "No such file or directory")
-
-
-# annotate
 
 
 def test_annotate_with_a_missing_pipeline_fails_in_one_line_before_writing(tmp_path: Path) -> None:
@@ -189,28 +129,24 @@ def test_a_damaged_pipeline_fails_in_one_line_as_spacy_runs_it(broken_pipelines:
         (["--repeats", "0"], "--repeats takes a whole number >= 1; got 0"),
         (["--repeats", "-1"], "--repeats takes a whole number >= 1; got -1"),
         (["--n-batches", "0"], "--n-batches takes a whole number >= 1; got 0"),
-        (["--lengths", "0"], "--lengths takes whole numbers >= 1, comma-separated (e.g. 10,25); got '0'"),
-        (["--lengths", "10,-5"], "got '10,-5'"),
-        (["--lengths", "ten"], "--lengths takes whole numbers >= 1"),
-        (["--lengths", "10,"], "got '10,'"),
-        (["--batch-sizes", "8,0"], "--batch-sizes takes whole numbers >= 1"),
-        (["--profile", "0x8"], "--profile takes WORDSxBATCH with both >= 1"),
-        (["--profile", "big"], "--profile: A profile setting reads WORDSxBATCH"),
+        (["--n-docs", "0"], "--n-docs takes a whole number >= 1; got 0"),
     ],
 )
 def test_benchmark_refuses_bad_settings_up_front(monkeypatch, tmp_path: Path, options, message) -> None:
     def must_not_run(*args, **kwargs):
         raise AssertionError("the benchmark started despite a bad setting")
 
-    monkeypatch.setattr(benchmark_cli, "run_benchmark", must_not_run)
+    monkeypatch.setattr(benchmark_cli, "run_config_benchmark", must_not_run)
     data = tmp_path / "sentences.spacy"
     DocBin(docs=[spacy.blank("en")("The cat sat.")]).to_disk(data)
-    failed(cli("benchmark", "--data", data, "--output", tmp_path / "report.json", *options), message)
+    config = tmp_path / "config.cfg"
+    config.write_text("[nlp]\nlang = \"en\"\n", encoding="utf8")
+    failed(cli("benchmark", config, "--data", data, "--output", tmp_path / "report.json", *options), message)
     assert not (tmp_path / "report.json").exists()
 
 
-def test_benchmark_with_a_missing_parser_fails_in_one_line(tmp_path: Path) -> None:
+def test_benchmark_without_a_config_file_fails_in_one_line(tmp_path: Path) -> None:
     data = tmp_path / "sentences.spacy"
     DocBin(docs=[spacy.blank("en")("The cat sat.")]).to_disk(data)
-    failed(cli("benchmark", "--data", data, "--parser", "no_such_parser_package", "--output", tmp_path / "report.json"),
-           "Could not run the benchmark", "[E050]", "no_such_parser_package")
+    failed(cli("benchmark", tmp_path / "missing.cfg", "--data", data, "--output", tmp_path / "report.json"),
+           f"No config at {tmp_path / 'missing.cfg'}")

@@ -4,8 +4,9 @@ from pathlib import Path
 from typing import List, Optional
 
 import spacy
+from spacy.cli.init_config import init_config
 from spacy.language import Language
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
 
@@ -261,3 +262,15 @@ def annotated_docs(n_docs: int, seed: int) -> List[Doc]:
         doc.cats = {"POS": float(positive), "NEG": float(not positive)}
         docs.append(doc)
     return docs
+
+
+def init_config_file(path: Path, pipeline: str = "ner", gpu: bool = True) -> Path:
+    """What `spacy init config --pipeline PIPELINE [--gpu]` writes."""
+    config = init_config(lang="en", pipeline=[pipeline], optimize="efficiency", gpu=gpu, pretraining=False)
+    path.write_text(config.to_str(), encoding="utf8")
+    return path
+
+
+def spacy_data(path: Path, docs) -> Path:
+    DocBin(docs=docs, store_user_data=True).to_disk(path)
+    return path

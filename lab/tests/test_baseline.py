@@ -115,7 +115,7 @@ def test_unknown_settings_are_refused():
 
 def test_the_baseline_command(tiny_bert, tmp_path):
     corpus = cola_corpus(tmp_path / "corpus")
-    command = [sys.executable, "-m", "spacy", "sla", "baseline", "cola", str(corpus), "--results-dir",
+    command = [sys.executable, "-m", "lab", "baseline", "cola", str(corpus), "--results-dir",
                str(tmp_path / "results"), "--transformer", str(tiny_bert), "--seeds", "0,1", "--max-steps", "2",
                "--batch-size", "4", "--warmup-steps", "1", "--pooling", "cls"]
     result = subprocess.run(command, capture_output=True, text=True)

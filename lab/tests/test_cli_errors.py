@@ -1,7 +1,10 @@
-"""Bad paths given to `spacy sla link-model`, `convert`, `train`,
-`experiment` and `annotate --ray` are refused with coded errors, before any
+"""Bad paths given to `python -m lab link-model`, `convert`, `train`,
+`experiment` (and `spacy sla annotate --ray`) are refused with coded errors, before any
 compute, and never delete or overwrite the user's files."""
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,8 @@ from typer.testing import CliRunner
 
 import spacy_sla._ray
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from lab.cli import app as lab_app
+from lab.tasks import TASKS
 
 runner = CliRunner()
 SST2 = "sentence\tlabel\nA fine film .\t1\nA dull one .\t0\n"
@@ -53,7 +58,7 @@ def package_for(packages: Path, name: str, directory: Path) -> str:
 
 
 def link(package: str, destination: Path):
-    return runner.invoke(app, ["sla", "link-model", package, str(destination)])
+    return runner.invoke(lab_app, ["link-model", package, str(destination)])
 
 
 def test_a_package_that_is_not_installed_is_named(tmp_path):
@@ -123,7 +128,7 @@ def test_a_link_below_a_file_is_refused(packages, tmp_path):
 
 
 def convert(input_path: Path, output_path: Path):
-    return runner.invoke(app, ["sla", "convert", "sst2", str(input_path), str(output_path)])
+    return runner.invoke(lab_app, ["convert", "sst2", str(input_path), str(output_path)])
 
 
 @pytest.mark.parametrize("output_of", [
@@ -153,11 +158,11 @@ def test_a_transformer_directory_without_a_config_is_refused_before_training(tmp
     not_a_model.mkdir()
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    result = runner.invoke(app, ["sla", "train", "ud", str(corpus), str(tmp_path / "training"),
+    result = runner.invoke(lab_app, ["train", "ud", str(corpus), str(tmp_path / "training"),
                                  "--transformer", str(not_a_model)])
     assert f"{not_a_model} is not a Hugging Face model directory" in refused(result, "E072")
     assert not (tmp_path / "training").exists()
-    result = runner.invoke(app, ["sla", "experiment", "ud", "--data-dir", str(tmp_path / "data"),
+    result = runner.invoke(lab_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
                                  "--transformer", str(not_a_model), "--root", str(tmp_path / "project")])
     refused(result, "E072")
     assert not (tmp_path / "project").exists()
@@ -169,7 +174,7 @@ def no_ray():
 
 def test_ray_missing_is_said_before_anything_is_prepared(tiny_bert, tmp_path, monkeypatch):
     monkeypatch.setattr(spacy_sla._ray, "import_ray", no_ray)
-    result = runner.invoke(app, ["sla", "experiment", "ud", "--data-dir", str(tmp_path / "data"),
+    result = runner.invoke(lab_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
                                  "--transformer", str(tiny_bert), "--root", str(tmp_path / "project"), "--ray"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "Ray is not installed" in said(result)
@@ -183,3 +188,93 @@ def test_ray_missing_is_said_before_anything_is_prepared(tiny_bert, tmp_path, mo
                                  str(tmp_path / "out"), "--ray"])
     assert result.exit_code == 1 and "Ray is not installed" in said(result), result.output
     assert not (tmp_path / "out").exists()
+
+
+SELF_HEADED = "1\tA\ta\tX\tX\t_\t2\tdep\t_\t_\n2\tB\tb\tX\tX\t_\t2\tdep\t_\t_\n\n"
+COLA_LINE = "gj04\t1\t\tA sentence.\n"
+ROOT = Path(__file__).parent.parent.parent
+
+
+def cli(*args: object):
+    return runner.invoke(lab_app, [str(arg) for arg in args])
+
+
+def failed(result, *expected: str) -> str:
+    """Assert a clean failure: exit code 1 through msg.fail (SystemExit, not
+    an uncaught exception), no traceback, and the expected text (with
+    wasabi's line wrapping undone)."""
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1, output
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in output
+    for text in expected:
+        assert text in output
+    return output
+
+
+def run_module(*args: object) -> subprocess.CompletedProcess:
+    """`python -m lab ...` in a fresh process from the repository root, as the project runs it."""
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "lab", *[str(arg) for arg in args]],
+        capture_output=True, text=True, env=environment, cwd=ROOT,
+    )
+
+
+# convert, prepare, experiment: one message and exit code 1, never a traceback
+
+
+def test_convert_of_a_cyclic_tree_fails_in_one_line_as_spacy_runs_it(tmp_path: Path) -> None:
+    source = tmp_path / "bad.conllu"
+    source.write_text(SELF_HEADED, encoding="utf8")
+    output_path = tmp_path / "out.spacy"
+    result = run_module("convert", "conllu", source, output_path)
+    said = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 1, said
+    assert f"[E011] {source}:2: word 2 is its own HEAD" in said
+    assert "Traceback" not in said
+    assert not output_path.exists()
+
+
+def test_convert_refuses_bad_arguments_and_unwritable_outputs(tmp_path: Path) -> None:
+    source = tmp_path / "cola.tsv"
+    source.write_text(COLA_LINE, encoding="utf8")
+    failed(cli("convert", "ner", source, tmp_path / "out.spacy"), "Unknown input format 'ner'", "cola, sst2")
+    failed(cli("convert", "cola", source, tmp_path / "out.spacy", "--limit", "-1"), "--limit takes a whole number >= 0; got -1")
+    failed(cli("convert", "cola", source, tmp_path / "out.spacy", "--offset", "-2"), "--offset takes a whole number >= 0")
+    # The output names a directory: the OSError, in one line.
+    (tmp_path / "a_directory").mkdir()
+    failed(cli("convert", "cola", source, tmp_path / "a_directory"), "Could not convert", "Is a directory")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text(COLA_LINE + "gj04\t5\t\tBad.\n", encoding="utf8")
+    failed(cli("convert", "cola", bad, tmp_path / "out.spacy"), f"[E011] {bad}:2: found the label '5'")
+
+
+def write_cola(data_dir: Path, train: str) -> Path:
+    (data_dir / "cola").mkdir(parents=True, exist_ok=True)
+    (data_dir / TASKS["cola"].train_file).write_text(train, encoding="utf8")
+    (data_dir / TASKS["cola"].dev_file).write_text(COLA_LINE, encoding="utf8")
+    return data_dir
+
+
+def test_prepare_fails_in_one_line(tmp_path: Path) -> None:
+    data_dir = write_cola(tmp_path / "data", COLA_LINE + "gj04\t1\tTruncated.\n")
+    train_file = data_dir / TASKS["cola"].train_file
+    failed(cli("prepare", "cola", data_dir, tmp_path / "corpus"), f"[E011] {train_file}:2: found 3 tab-separated column(s)")
+    failed(cli("prepare", "cola", data_dir, tmp_path / "corpus", "--dev-limit", "-1"), "--dev-limit takes a whole number >= 0")
+    train_file.unlink()
+    failed(cli("prepare", "cola", data_dir, tmp_path / "corpus"), "Could not prepare the cola corpus",
+           "No such file or directory", str(train_file))
+
+
+def test_experiment_fails_in_one_line_before_training(tmp_path: Path) -> None:
+    data_dir = write_cola(tmp_path / "data", "gj04\tx\t\tBad label.\n")
+    train_file = data_dir / TASKS["cola"].train_file
+    options = ["--data-dir", data_dir, "--root", tmp_path, "--variants", "", "--transformer", "unused"]
+    failed(cli("experiment", "cola", *options), f"[E011] {train_file}:1: found the label 'x'")
+    failed(cli("experiment", "cola", *options, "--train-limit", "-3"), "--train-limit takes a whole number >= 0")
+    shutil.rmtree(data_dir)
+    failed(cli("experiment", "cola", *options), "Could not prepare the cola corpus", "No such file or directory")
+
+
+# annotate

@@ -9,11 +9,11 @@ from typing import Dict, List
 
 import pytest
 import spacy
-from spacy.cli._util import app
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from lab.cli import app as lab_app
 from lab.converters import CONVERTER_VERSION, write_atomically
 from lab.experiments import CORPUS_RECORD, prepare_corpus, prepared_corpus_is_current
 from lab.tasks import TASKS
@@ -45,9 +45,9 @@ def snapshot(directory: Path) -> Dict[str, bytes]:
 def experiment(data_dir: Path, root: Path, *options: str):
     """`spacy sla experiment cola` without variants: it prepares the corpus
     (or keeps it) and trains nothing."""
-    args = ["sla", "experiment", "cola", "--data-dir", str(data_dir), "--root", str(root),
+    args = ["experiment", "cola", "--data-dir", str(data_dir), "--root", str(root),
             "--variants", "", "--transformer", "unused", *options]
-    result = runner.invoke(app, args)
+    result = runner.invoke(lab_app, args)
     assert result.exit_code == 0, result.output
     return result
 

@@ -4,10 +4,10 @@ import json
 import math
 
 import pytest
-from spacy.cli._util import app
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from lab.cli import app as lab_app
 from lab.gate_comparison import compare_gates, gate_tables, read_gate_pair
 
 
@@ -92,7 +92,7 @@ def test_reports_of_different_layers_are_not_paired(tmp_path):
 
 def test_the_command_prints_the_tables_and_writes_json(three_seeds, tmp_path):
     output = tmp_path / "gates.json"
-    result = CliRunner().invoke(app, ["sla", "gate-summary", *map(str, three_seeds), "--output", str(output)])
+    result = CliRunner().invoke(lab_app, ["gate-summary", *map(str, three_seeds), "--output", str(output)])
     assert result.exit_code == 0, result.output
     assert "| mean over layers | +0.1000 [-0.1484, +0.3484] (n=3) | not shown |" in result.output
     written = json.loads(output.read_text())
@@ -100,5 +100,5 @@ def test_the_command_prints_the_tables_and_writes_json(three_seeds, tmp_path):
     assert written["over_layers"]["mean"] == pytest.approx(0.1)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    failed = CliRunner().invoke(app, ["sla", "gate-summary", str(bad)])
+    failed = CliRunner().invoke(lab_app, ["gate-summary", str(bad)])
     assert failed.exit_code == 1 and "[E019]" in failed.output and "Traceback" not in failed.output

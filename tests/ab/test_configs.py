@@ -207,7 +207,7 @@ def test_the_projects_own_vanilla_config_gives_its_variant_configs(task):
     """The project's configs come from the same variant parts: init-config
     of configs/TASK_vanilla.cfg (which sources its parser already) gives
     configs/TASK_VARIANT.cfg for every variant."""
-    root = Path(__file__).parent.parent / "configs"
+    root = Path(__file__).parent.parent.parent / "configs"
     vanilla = Config().from_disk(root / f"{task}_vanilla.cfg", interpolate=False)
     variants = [name for name in variant_names() if name != REFERENCE]
     configs = make_variant_configs(vanilla, variants, parser=None)

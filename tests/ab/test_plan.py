@@ -199,7 +199,7 @@ def test_a_signal_stops_the_training_child_and_leaves_the_run_to_be_trained_agai
     script = tmp_path / "stopped_ab.py"
     script.write_text(STOPPED_AB, encoding="utf8")
     process = subprocess.Popen([sys.executable, str(script), str(pids), *ab_args(configs, output, train, dev)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=Path(__file__).parent.parent)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=Path(__file__).parent.parent.parent)
     try:
         while not pids.exists() and process.poll() is None:  # the training child has started
             time.sleep(0.2)
