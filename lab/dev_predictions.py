@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Optional, Sequence
 from spacy_sla.ab.intervals import paired_difference
 from spacy_sla.ab.mask_strata import kept_strata, rows_by_mask
 from spacy_sla.ab.resampling import DrawValues, bootstrap_interval
-from spacy_sla.ab.runs import EVALUATION, evaluate_saved_model
+from spacy_sla.ab.runs import EVALUATION, RUN_SETTINGS, evaluate_saved_model
 from spacy_sla.ab.tables import bootstrap_table, strata_table  # noqa: F401  (the CLI's)
 from spacy_sla.errors import Errors
 
-from .experiments import RUN_SETTINGS, finished_runs
+from .experiments import finished_runs
 from .tasks import TASKS
 
 DRAW_SEED = 0  # the draws of every bootstrap comparison (the same documents in every draw for every model)

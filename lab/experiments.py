@@ -21,15 +21,20 @@ from spacy.util import load_config
 
 from spacy_sla.ab.intervals import BETTER, NOT_SHOWN, WORSE, holm_adjusted, paired_difference
 from spacy_sla.ab.processes import run_command
-from spacy_sla.ab.runs import EVALUATION, evaluate_saved_model, has_setting
+from spacy_sla.ab.runs import (
+    EVALUATION,
+    RUN_SETTINGS,
+    TRAIN_LOG,
+    evaluate_saved_model,
+    has_setting,
+    logged_evaluations,
+)
 from spacy_sla.errors import Errors
 from spacy_sla.files import file_fingerprint, write_atomically
 
 from .converters import CONVERTER_VERSION, convert
 from .tasks import TASKS, Task
 
-RUN_SETTINGS = "run.json"
-TRAIN_LOG = "train-log.jsonl"  # spaCy's logger output: one JSON line per evaluation
 # Beside train.spacy and dev.spacy: what they were made from (corpus_source).
 CORPUS_RECORD = "corpus.json"
 
@@ -302,16 +307,9 @@ def training_curve(train_log: Path, metric: str) -> List[Dict[str, Any]]:
     """The dev score (as a fraction, like the record's score) and the summed
     losses at every evaluation of `spacy train`, from the logger's JSON lines;
     empty for a run trained without the log."""
-    if not train_log.exists():
-        return []
-    curve = []
-    for line in train_log.read_text(encoding="utf8").splitlines():
-        if line.strip():
-            entry = json.loads(line)
-            score = entry["scores"].get(metric)
-            curve.append({"step": entry["step"], "score": None if score is None else score / 100,
-                          "losses": entry["losses"]})
-    return curve
+    return [{"step": entry["step"], "score": None if entry["scores"].get(metric) is None
+             else entry["scores"][metric] / 100, "losses": entry["losses"]}
+            for entry in logged_evaluations(train_log)]
 
 
 def with_final_score(curve: List[Dict[str, Any]], max_steps: Optional[int], score: float) -> List[Dict[str, Any]]:

@@ -21,12 +21,17 @@ from subprocess import CalledProcessError
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from spacy_sla._ray import run_grid
+from spacy_sla.ab.runs import (
+    EVALUATE_OUTPUT,
+    RUN_SETTINGS,
+    TRAIN_OUTPUT,
+    AbResult,
+    log_tail,
+    lost_run,
+    progress_line,
+)
 
-from .experiments import RUN_SETTINGS, evaluate_run, markdown_table, summarize, train_run
-
-TRAIN_LOG = "train.log"
-EVALUATE_LOG = "evaluate.log"
-LOG_TAIL_LINES = 25
+from .experiments import evaluate_run, markdown_table, summarize, train_run
 
 
 @dataclass(frozen=True)
@@ -58,21 +63,6 @@ class GridRun:
         return self.training_dir / self.variant / f"seed{self.seed}"
 
 
-@dataclass
-class RunOutcome:
-    run: GridRun
-    status: str  # "trained", "kept" (finished before with the same settings) or "failed"
-    seconds: float
-    record: Optional[Dict[str, Any]] = None  # the evaluation record, as in results/TASK/VARIANT/seedN.json
-    error: str = ""
-    log_path: Optional[Path] = None
-    log_tail: str = ""
-
-    @property
-    def failed(self) -> bool:
-        return self.status == "failed"
-
-
 def grid_runs(
     task: str,
     variants: Sequence[str],
@@ -87,18 +77,11 @@ def grid_runs(
             for variant in variants for seed in seeds]
 
 
-def log_tail(path: Optional[Path], n_lines: int = LOG_TAIL_LINES) -> str:
-    if path is None or not path.exists():
-        return ""
-    lines = path.read_text(encoding="utf8", errors="replace").splitlines()
-    return "\n".join(lines[-n_lines:])
-
-
 def _modified(path: Path) -> Optional[int]:
     return path.stat().st_mtime_ns if path.exists() else None
 
 
-def execute_run(run: GridRun, working_dir: str) -> RunOutcome:
+def execute_run(run: GridRun, working_dir: str) -> AbResult:
     """Train (unless finished before with the same settings) and evaluate one
     run: the body of a Ray task, which never raises for a failed run, so
     that the driver can report it with its log and the others go on."""
@@ -108,12 +91,12 @@ def execute_run(run: GridRun, working_dir: str) -> RunOutcome:
     # (and stay so in run.json, which is what "the same settings" compares).
     previous_dir = os.getcwd()
     if not Path(working_dir).is_dir():
-        return RunOutcome(run, "failed", 0.0, error=(
+        return AbResult(run, "failed", 0.0, error=(
             f"the working directory {working_dir} is not on this node: on a cluster, start the grid from storage "
             "that every node mounts at the same path (docs/scaling.md)"))
     os.chdir(working_dir)
     try:
-        stage, log_path = "train", run.run_dir / TRAIN_LOG
+        stage, log_path = "train", run.run_dir / TRAIN_OUTPUT
         try:
             settings_before = _modified(run.run_dir / RUN_SETTINGS)
             train_run(run.task, run.variant, run.seed, run.corpus_dir, run.training_dir,
@@ -122,37 +105,20 @@ def execute_run(run: GridRun, working_dir: str) -> RunOutcome:
                       extra=run.extra, force=run.force, log_path=log_path)
             # train_run rewrites run.json only when it trained.
             trained = _modified(run.run_dir / RUN_SETTINGS) != settings_before
-            stage, log_path = "evaluate", run.run_dir / EVALUATE_LOG
+            stage, log_path = "evaluate", run.run_dir / EVALUATE_OUTPUT
             record = evaluate_run(run.task, run.run_dir, run.corpus_dir, run.metrics_dir, run.gpu_id,
                                   log_path=log_path)
         except CalledProcessError as error:
-            return RunOutcome(run, "failed", time.time() - started,
+            return AbResult(run, "failed", time.time() - started,
                               error=f"`spacy {stage}` exited with status {error.returncode}",
                               log_path=log_path, log_tail=log_tail(log_path))
         except Exception as error:  # a missing config, an unreadable record, ...: report, don't kill the grid
-            return RunOutcome(run, "failed", time.time() - started,
+            return AbResult(run, "failed", time.time() - started,
                               error=f"{stage}: {type(error).__name__}: {error}",
                               log_tail=traceback.format_exc(limit=-3))
-        return RunOutcome(run, "trained" if trained else "kept", time.time() - started, record=record)
+        return AbResult(run, "trained" if trained else "kept", time.time() - started, record=record)
     finally:
         os.chdir(previous_dir)
-
-
-def progress_line(done: int, total: int, outcome: RunOutcome) -> str:
-    prefix = f"[{done}/{total}] {outcome.run.name}"
-    if outcome.failed:
-        where = f" (log: {outcome.log_path})" if outcome.log_path else ""
-        return f"{prefix} FAILED after {outcome.seconds:.0f} s: {outcome.error}{where}"
-    record = outcome.record or {}
-    verb = "trained and evaluated" if outcome.status == "trained" else "kept (finished before)"
-    return f"{prefix} {verb} in {outcome.seconds:.0f} s: {record.get('metric')} = {record.get('score', float('nan')):.4f}"
-
-
-def lost_run(run: GridRun, error: str) -> RunOutcome:
-    """The outcome of a run whose Ray task died; its training log may still say why."""
-    log_path = run.run_dir / TRAIN_LOG
-    return RunOutcome(run, "failed", 0.0, error=f"the Ray task failed: {error}", log_path=log_path,
-                      log_tail=log_tail(log_path))
 
 
 def experiment_on_ray(
@@ -187,7 +153,7 @@ def experiment_on_ray(
     return sum(outcome.failed for outcome in outcomes)
 
 
-def grid_report(outcomes: Sequence[RunOutcome]) -> str:
+def grid_report(outcomes: Sequence[AbResult]) -> str:
     """The failed runs with the tails of their logs, then the comparison
     table of the runs that have a record (experiments.markdown_table)."""
     parts = []

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from lab.cli import app as lab_app
-from lab.grid import GridRun, RunOutcome, execute_run, grid_report, progress_line
+from lab.grid import GridRun, execute_run, grid_report
+from spacy_sla.ab.runs import AbResult, progress_line
 
 ROOT = Path(__file__).parent.parent.parent
 SAMPLE = ROOT / "assets" / "ud_ewt_sample"
@@ -136,7 +137,7 @@ def test_progress_and_table_of_finished_runs():
                   max_steps=1, eval_frequency=1)
     record = {"task": "cola", "variant": "sla", "seed": 1, "metric": "cats_mcc", "score": 0.25,
               "settings": {"system.seed": 1}, "overrides": {}, "train_seconds": 3.0}
-    outcome = RunOutcome(run, "kept", 2.4, record=record)
+    outcome = AbResult(run, "kept", 2.4, record=record)
     assert progress_line(1, 1, outcome) == "[1/1] cola/sla/seed1 kept (finished before) in 2 s: cats_mcc = 0.2500"
     report = grid_report([outcome])
     assert "| cola | steps n/a | sla | cats_mcc | 25.00 ± n/a |" in report

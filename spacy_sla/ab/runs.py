@@ -30,6 +30,9 @@ from .processes import AbInterrupted, run_command
 RUN_SETTINGS = "run.json"
 RUN_CONFIG = "train-config.cfg"
 TRAIN_LOG = "train-log.jsonl"  # spaCy's ConsoleLogger.v3 output: one JSON line per evaluation
+TRAIN_OUTPUT = "train.log"  # what `spacy train` printed, when it ran without a terminal (Ray)
+EVALUATE_OUTPUT = "evaluate.log"  # the same of the evaluation
+LOG_TAIL_LINES = 25  # of a failed run's log, shown with its failure
 EVALUATION = "dev-evaluation.json"
 MODELS = ("model-last", "model-best")  # what `spacy train` saves in a run directory
 ALL = "all"
@@ -225,30 +228,35 @@ def drop_models(run: AbRun) -> None:
         shutil.rmtree(run.run_dir / name, ignore_errors=True)
 
 
+def logged_evaluations(train_log: Path) -> List[Dict[str, Any]]:
+    """Every evaluation `spacy train` logged as a JSON line (TRAIN_LOG: step,
+    score, scores ×100, losses), in order; none for a run trained without the log."""
+    if not train_log.exists():
+        return []
+    return [json.loads(line) for line in train_log.read_text(encoding="utf8").splitlines() if line.strip()]
+
+
 def training_curve(run: AbRun) -> List[Dict[str, Any]]:
     """The weighted dev score and the logged scores (fractions) at every
     evaluation of the run, from spaCy's JSON lines."""
-    path = run.run_dir / TRAIN_LOG
-    if not path.exists():
-        return []
-    curve = []
-    for line in path.read_text(encoding="utf8").splitlines():
-        if line.strip():
-            entry = json.loads(line)
-            curve.append({"step": entry["step"], "score": entry["score"],
-                          "scores": {key: value / 100 for key, value in entry.get("scores", {}).items()
-                                     if key != "speed" and isinstance(value, (int, float))}})
-    return curve
+    return [{"step": entry["step"], "score": entry["score"],
+             "scores": {key: value / 100 for key, value in entry.get("scores", {}).items()
+                        if key != "speed" and isinstance(value, (int, float))}}
+            for entry in logged_evaluations(run.run_dir / TRAIN_LOG)]
 
 
 @dataclass
 class AbResult:
-    run: AbRun
+    """What became of one run: of an A/B (an AbRun) or of the lab's experiment
+    grid (anything with a name and a run_dir)."""
+
+    run: Any
     status: str  # "trained", "kept" or "failed"
     seconds: float
-    record: Optional[Dict[str, Any]] = None  # run.json with the evaluation's scores
+    record: Optional[Dict[str, Any]] = None  # the run's record with its scores (with "metric" and "score" in the lab's)
     error: str = ""
     log_tail: str = ""
+    log_path: Optional[Path] = None  # the log that says why a run failed, where there is one
 
     @property
     def failed(self) -> bool:
@@ -267,10 +275,10 @@ def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -
         os.chdir(working_dir)
     stage = "train"
     try:
-        record = train(run, run.run_dir / "train.log" if logs else None)
+        record = train(run, run.run_dir / TRAIN_OUTPUT if logs else None)
         kept = bool(record.get("kept"))  # train() checked finished_settings (a hash of the training data) once
         stage = "evaluate"
-        evaluation = evaluate(run, run.run_dir / "evaluate.log" if logs else None)
+        evaluation = evaluate(run, run.run_dir / EVALUATE_OUTPUT if logs else None)
         if run.by_mask:
             stage = "split the dev set by mask"
             record_mask_strata(run)
@@ -280,7 +288,7 @@ def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -
                          record={**record, "scores": evaluation["scores"]})
     except subprocess.CalledProcessError as error:
         log = run.run_dir / f"{stage}.log"
-        tail = "\n".join(log.read_text(encoding="utf8", errors="replace").splitlines()[-25:]) if log.exists() else ""
+        tail = log_tail(log)
         return AbResult(run, "failed", time.perf_counter() - started,
                          error=f"`{stage}` exited with status {error.returncode}", log_tail=tail)
     except Exception as error:  # a broken config, an unreadable file: report, don't stop the grid
@@ -295,11 +303,18 @@ def execute_logged(run: AbRun, working_dir: str) -> AbResult:
     return execute(run, working_dir, logs=True)
 
 
-def lost_run(run: AbRun, error: str) -> AbResult:
-    """The result of a run whose Ray task died."""
-    log = run.run_dir / "train.log"
-    tail = "\n".join(log.read_text(encoding="utf8", errors="replace").splitlines()[-25:]) if log.exists() else ""
-    return AbResult(run, "failed", 0.0, error=f"the Ray task failed: {error}", log_tail=tail)
+def log_tail(path: Optional[Path], n_lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines of a run's log, which say why it failed; nothing without a log."""
+    if path is None or not path.exists():
+        return ""
+    return "\n".join(path.read_text(encoding="utf8", errors="replace").splitlines()[-n_lines:])
+
+
+def lost_run(run: Any, error: str) -> AbResult:
+    """The result of a run whose Ray task died; its training log may still say why."""
+    log = run.run_dir / TRAIN_OUTPUT
+    return AbResult(run, "failed", 0.0, error=f"the Ray task failed: {error}", log_tail=log_tail(log),
+                    log_path=log if log.exists() else None)
 
 
 def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = print) -> List[AbResult]:
@@ -317,8 +332,13 @@ def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = prin
 
 
 def progress_line(done: int, total: int, result: AbResult) -> str:
+    """A run's line as it finishes: its failure with the log to read, or
+    whether it trained, with the headline score where its record has one."""
     prefix = f"[{done}/{total}] {result.run.name}"
     if result.failed:
-        return f"{prefix} FAILED after {result.seconds:.0f} s: {result.error}"
+        where = f" (log: {result.log_path})" if result.log_path else ""
+        return f"{prefix} FAILED after {result.seconds:.0f} s: {result.error}{where}"
     verb = "trained and evaluated" if result.status == "trained" else "kept (finished before)"
-    return f"{prefix} {verb} in {result.seconds:.0f} s"
+    record = result.record or {}
+    score = f": {record['metric']} = {record.get('score', float('nan')):.4f}" if "metric" in record else ""
+    return f"{prefix} {verb} in {result.seconds:.0f} s{score}"
