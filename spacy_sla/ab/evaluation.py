@@ -22,7 +22,8 @@ from thinc.api import fix_random_seed, require_gpu
 
 from ..errors import Errors
 from ..files import write_atomically
-from .statistics import bootstrap_weights, component_statistics, matches
+from .counts import component_statistics
+from .statistics import bootstrap_weights, matches
 
 EVALUATION_VERSION = 1  # bump when the file's content changes meaning: older files are evaluated again
 

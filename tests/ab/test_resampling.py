@@ -18,9 +18,10 @@ import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from lab.cli import app as lab_app
 from lab.dev_predictions import bootstrap_comparison
 from spacy_sla.ab import runs as ab
+from spacy_sla.ab.counts import component_statistics, entity_counts
 from spacy_sla.ab.resampling import DrawValues, bootstrap_interval
 from spacy_sla.ab.runs import EVALUATION
-from spacy_sla.ab.statistics import CountStatistic, component_statistics, entity_counts, full_set_value
+from spacy_sla.ab.statistics import CountStatistic, full_set_value
 from spacy_sla.ab.tables import bootstrap_table
 from spacy_sla.training.scorers import entity_score, error_detection_counts, textcat_score
 

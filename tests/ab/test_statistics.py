@@ -1,4 +1,4 @@
-"""Per-document statistics of spaCy's scores (spacy_sla/ab/statistics.py):
+"""Per-document statistics of spaCy's scores (spacy_sla/ab/statistics.py, spacy_sla/ab/counts.py):
 on hand-built predictions, every statistic gives on the full set exactly the
 score the scorer reports, and on a draw the score of the drawn documents."""
 import random
@@ -17,14 +17,8 @@ from spacy.pipeline.textcat_multilabel import textcat_multilabel_score
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
-from spacy_sla.ab.statistics import (
-    AucStatistic,
-    CountStatistic,
-    bootstrap_weights,
-    component_statistics,
-    full_set_value,
-    statistic_from_json,
-)
+from spacy_sla.ab.counts import component_statistics
+from spacy_sla.ab.statistics import AucStatistic, CountStatistic, bootstrap_weights, full_set_value, statistic_from_json
 from spacy_sla.training.scorers import make_error_detection_scorer, make_textcat_scorer
 
 from util import english_vocab
