@@ -3,7 +3,7 @@ time of one thread (time.process_time), which other processes on a busy
 machine disturb far less than wall-clock time; then a cProfile of five
 predictions of each, sorted by own time.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python scripts/cpu_time_predict.py [WORDS] [BATCH]
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python -m benchmarks.cpu_time_predict [WORDS] [BATCH]
 
 Same documents, weights and pipelines as `spacy sla benchmark`
 (benchmarks/encoders.py); 8 alternating repetitions after a warm-up.

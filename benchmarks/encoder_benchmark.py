@@ -12,8 +12,8 @@ vanilla) and torch.cuda.max_memory_allocated of each, for three variants:
 The local mask is syntax-like: a band of +-3 pieces plus 5% random
 long-distance pairs; the documents have 75-100% of the pieces (padding).
 
-    python scripts/gpu_benchmark.py            # on cuda:0, a few minutes
-    python scripts/gpu_benchmark.py --layers 2 --hidden 64 --heads 4 --pieces 16 --batch-size 4 --repeats 2
+    python -m benchmarks.encoder_benchmark            # on cuda:0, a few minutes
+    python -m benchmarks.encoder_benchmark --layers 2 --hidden 64 --heads 4 --pieces 16 --batch-size 4 --repeats 2
 """
 import argparse
 import json

@@ -22,9 +22,9 @@ default), which other processes disturb far less than wall-clock time on a
 loaded machine; medians of the repetitions after a warm-up, reported as
 ratios to `plain` at the same k.
 
-    HF_HUB_OFFLINE=1 python scripts/local_rows_benchmark.py [--model training/minilm] [--pieces 16,40]
+    HF_HUB_OFFLINE=1 python -m benchmarks.local_rows_benchmark [--model training/minilm] [--pieces 16,40]
         [--batch-size 32] [--repeats 7] [--threads 1] [--layer [--calls 20]] [--output metrics/local_rows.json]
-    HF_HUB_OFFLINE=1 python scripts/local_rows_benchmark.py --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy [--n-docs 256]
+    HF_HUB_OFFLINE=1 python -m benchmarks.local_rows_benchmark --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy [--n-docs 256]
 """
 import argparse
 import json

@@ -22,7 +22,7 @@ batches: pairing batch by batch keeps the slow moments of a shared machine
 out of a ratio far better than whole passes. It also times the mask building
 alone (build_syntax_inputs) Doc by Doc and batched.
 
-    HF_HUB_OFFLINE=1 python scripts/prediction_paths_benchmark.py --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy \
+    HF_HUB_OFFLINE=1 python -m benchmarks.prediction_paths_benchmark --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy \
         [--lengths 25] [--n-docs 256] [--batch-size 32] [--rounds 10] [--threads 1] [--output metrics/paths.json]
 
 --lengths adds the standard benchmark's texts of about that many words (UD
