@@ -323,19 +323,3 @@ def test_replace_listeners_keeps_a_v2_model(tiny_bert):
     assert nlp.config["components"]["textcat"]["model"]["tok2vec"]["@architectures"] == "spacy-sla.SLATok2VecTransformer.v2"
     assert nlp(the_cat_sat(nlp.vocab)).cats == pytest.approx(before, abs=1e-6)
 
-
-def test_the_console_logger_shows_the_parent_loss(tiny_bert):
-    import io
-
-    from spacy_sla.training.loggers import console_logger
-
-    nlp = sla_nlp(tiny_bert, **LISA)
-    stdout = io.StringIO()
-    log_step, finalize = console_logger(progress_bar=None)(nlp, stdout, io.StringIO())
-    info = {"epoch": 0, "step": 0, "score": 0.0, "other_scores": {}, "checkpoints": [], "seconds": 0, "words": 0,
-            "losses": {"sla_transformer": 0.0, "sla_transformer_parent": 2.4567}}
-    log_step(info)
-    finalize()
-    header, _, row = stdout.getvalue().strip().splitlines()[-3:]
-    assert "LOSS SLA_T" in header and header.count("LOSS") == 2
-    assert "2.46" in row
