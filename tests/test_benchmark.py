@@ -369,7 +369,10 @@ def test_a_config_mode_that_cannot_start_writes_nothing(tiny_bert, tmp_path):
 
 @needs_parser
 def test_the_training_formulations_are_timed_side_by_side_and_the_default_restored(tiny_bert, tmp_path):
-    from spacy_sla.layers import SyntaxAwareAttention
+    from transformers import AutoModel
+
+    from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer
+    from spacy_sla.research.encoder_benchmark import formulation
     from spacy_sla.research.formulation_benchmark import main as formulation_benchmark
 
     user = init_config_file(tmp_path / "user.cfg", "ner")
@@ -382,4 +385,8 @@ def test_the_training_formulations_are_timed_side_by_side_and_the_default_restor
     for arm, seconds in report["seconds"].items():
         assert seconds > 0 and report["ratios"][arm] == pytest.approx(seconds / report["seconds"]["vanilla"])
     assert report["batch"]["docs"] >= 1 and report["repeats"] == 1
-    assert SyntaxAwareAttention.memory_saving_training is True
+    # an arm's formulation holds within its block only
+    encoder = SyntaxAwareTransformer(AutoModel.from_pretrained(tiny_bert))
+    with formulation("sla-two-sdpa", encoder):
+        assert encoder.attention_paths.memory_saving_training is False
+    assert encoder.attention_paths == AttentionPaths()
