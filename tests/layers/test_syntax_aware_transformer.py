@@ -4,6 +4,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel
 
+from spacy_sla.data_classes import ParentAttention
 from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer, computing_by
 from spacy_sla.layers.family_adapters import BertStyleSelfAttention
 
@@ -123,3 +124,12 @@ def test_computing_by_sets_the_paths_of_every_encoder_within_and_restores_them()
     assert inner.attention_paths == AttentionPaths(materialise_up_to=0)
     with computing_by(tiny_encoder("bert"), training):  # a plain encoder: nothing to set
         pass
+
+
+def test_invalid_parent_attention_is_refused():
+    with pytest.raises(ValueError, match=r"\[E012\]"):
+        SyntaxAwareTransformer(tiny_encoder("bert"), parent_attention=ParentAttention(layer=5))
+    with pytest.raises(ValueError, match=r"\[E012\]"):
+        SyntaxAwareTransformer(tiny_encoder("bert"), parent_attention=ParentAttention(head=4))
+    middle = SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers=[], parent_attention=ParentAttention())
+    assert middle.parent_attention.layer == 1  # 3 layers
