@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 import torch
 from transformers import BertConfig, BertModel
 
-from spacy_sla.layers import SyntaxAwareAttention, SyntaxAwareTransformer
+from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer, computing_by
 
 VARIANTS = ("vanilla", "sla", "sla-two-sdpa")
 
@@ -58,13 +58,10 @@ def inputs(batch_size: int, pieces: int, device: torch.device, seed: int = 1) ->
 
 
 @contextmanager
-def formulation(variant: str) -> Iterator[None]:
-    previous = SyntaxAwareAttention.memory_saving_training
-    SyntaxAwareAttention.memory_saving_training = variant != "sla-two-sdpa"
-    try:
+def formulation(variant: str, model: torch.nn.Module) -> Iterator[None]:
+    """Within the block, the SLA encoders in `model` train by the variant's formulation."""
+    with computing_by(model, AttentionPaths(memory_saving_training=variant != "sla-two-sdpa")):
         yield
-    finally:
-        SyntaxAwareAttention.memory_saving_training = previous
 
 
 def _forward(model: torch.nn.Module, variant: str, batch: Dict[str, torch.Tensor]) -> torch.Tensor:
@@ -109,12 +106,12 @@ def run(
 
     def predict(variant: str) -> None:
         model = models[variant].eval()
-        with torch.no_grad(), autocast, formulation(variant):
+        with torch.no_grad(), autocast, formulation(variant, model):
             _forward(model, variant, batch)
 
     def train_step(variant: str) -> None:
         model = models[variant].train()
-        with formulation(variant):
+        with formulation(variant, model):
             with autocast:
                 loss = _forward(model, variant, batch).float().pow(2).mean()
             loss.backward()

@@ -45,7 +45,7 @@ def measure(config: Path, data: Path, n_docs: int, model: Optional[str], parser:
             for arm, variant in ARMS:
                 pipeline = pipelines[variant]
                 examples = fresh(pipeline.train_batches[0])
-                with formulation(arm):
+                with formulation(arm, pipeline.nlp.get_pipe(pipeline.transformer).model.transformer):
                     start = time.perf_counter()
                     pipeline.train_step(examples)
                     elapsed = time.perf_counter() - start

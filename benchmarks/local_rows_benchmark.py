@@ -5,8 +5,9 @@ k / batch from 0 to 1, three ways, alternating within each repetition:
 
 - plain: every sequence's local branch in one batched call (the skip off);
 - gather: only the k restricted sequences' (gathered, one call, scattered
-  back; none at all for k = 0), whatever their share (GATHER_MAX_SHARE = 1);
-- rule: what prediction does (gather up to GATHER_MAX_SHARE, plain above).
+  back; none at all for k = 0), whatever their share (gather_max_share = 1);
+- rule: what prediction does (gather up to AttentionPaths.gather_max_share,
+  plain above).
 
 It times the encoder's forward pass, or with --layer one SLA layer's
 attention alone (the part of a layer the skip changes; --calls calls per
@@ -15,7 +16,7 @@ two SDPA calls (the materialised prediction of short inputs off). With
 --docs, it compares the components instead on the Docs of .spacy files as
 they are: vanilla; SLA without the skip; SLA with it (two SDPA calls at
 every length, materialise_up_to = 0); SLA as it predicts (the materialised
-path up to SyntaxAwareAttention.materialise_up_to pieces).
+path up to AttentionPaths.materialise_up_to pieces).
 
 Time is CPU time of the process (time.process_time, one torch thread by
 default), which other processes disturb far less than wall-clock time on a
@@ -36,11 +37,16 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import torch
 from transformers import AutoModel
 
-from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, SyntaxAwareTransformer, attending
-from spacy_sla.layers import attention as attention_module
+from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareTransformer, attending
 
 WAYS = ("plain", "gather", "rule")
-RULE_SHARE = attention_module.GATHER_MAX_SHARE
+RULE_SHARE = AttentionPaths().gather_max_share
+# each way's paths, all with two SDPA calls
+WAY_PATHS = {
+    "plain": AttentionPaths(materialise_up_to=0, skip_fully_visible=False),
+    "gather": AttentionPaths(materialise_up_to=0, gather_max_share=1.0),
+    "rule": AttentionPaths(materialise_up_to=0),
+}
 
 
 def batch_inputs(batch_size: int, n_pieces: int, n_restricted: int, vocab_size: int, seed: int = 0):
@@ -58,13 +64,7 @@ def batch_inputs(batch_size: int, n_pieces: int, n_restricted: int, vocab_size: 
     return input_ids, attention_mask, local_mask
 
 
-MATERIALISE_UP_TO = SyntaxAwareAttention.materialise_up_to
-
-
-def set_way(way: str) -> None:
-    SyntaxAwareAttention.materialise_up_to = 0
-    SyntaxAwareAttention.skip_fully_visible = way != "plain"
-    attention_module.GATHER_MAX_SHARE = 1.0 if way == "gather" else RULE_SHARE
+MATERIALISE_UP_TO = AttentionPaths().materialise_up_to
 
 
 def encoder_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], float]:
@@ -72,7 +72,7 @@ def encoder_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], floa
     input_ids, attention_mask, local_mask = inputs
 
     def timed(way: str) -> float:
-        set_way(way)
+        model.attention_paths = WAY_PATHS[way]
         start = time.process_time()
         with torch.no_grad():
             model(input_ids, attention_mask, local_mask=local_mask, record_gates=True)
@@ -90,14 +90,12 @@ def layer_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], float]
     module = model.sla_modules()[0]
     batches = {}
     for way in WAYS:
-        set_way(way)
-        batches[way] = AttentionBatch.from_inputs(attention_mask, local_mask, record_gates=True)
+        batches[way] = AttentionBatch.from_inputs(attention_mask, local_mask, record_gates=True, paths=WAY_PATHS[way])
     hidden = torch.randn(*input_ids.shape, module.n_heads * module.head_size, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         qkv = [module.split_heads(projection(hidden)) for projection in (module.query, module.key, module.value)]
 
     def timed(way: str) -> float:
-        set_way(way)
         batches[way].gates.clear()
         start = time.process_time()
         with torch.no_grad(), attending(batches[way]):
@@ -152,8 +150,10 @@ def compare_on_docs(args) -> List[Dict]:
         visible = sum(bool(mask.all()) for mask in masks) / len(masks)
 
         def timed(way: str) -> float:
-            SyntaxAwareAttention.skip_fully_visible = way != "sla-plain"
-            SyntaxAwareAttention.materialise_up_to = MATERIALISE_UP_TO if way == "sla" else 0
+            if way != "vanilla":
+                pipelines["sla"].model.transformer.attention_paths = AttentionPaths(
+                    skip_fully_visible=way != "sla-plain", materialise_up_to=MATERIALISE_UP_TO if way == "sla" else 0
+                )
             component = pipelines["vanilla" if way == "vanilla" else "sla"]
             start = time.process_time()
             list(component.pipe([doc.copy() for doc in docs], batch_size=args.batch_size))

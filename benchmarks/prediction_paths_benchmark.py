@@ -5,9 +5,9 @@ file (parsed by --parser), batch by batch, four ways alternating on every
 batch:
 
 - vanilla: spacy-transformers' component;
-- sla-before: SLA with the masks built Doc by Doc (`syntax_inputs.
-  _whole_doc_masks` answers None for every span, the punctuation test is not
-  cached) and two SDPA calls at every length (materialise_up_to = 0), as
+- sla-before: SLA with the masks built Doc by Doc (the model's
+  whole_doc_masks off, the punctuation test not cached) and two SDPA calls
+  at every length (materialise_up_to = 0), as
   before 2026-12-02;
 - sla-sdpa: the batch's masks built together, two SDPA calls;
 - sla: as shipped (short inputs mix the two probability matrices);
@@ -42,29 +42,26 @@ import torch
 from spacy.tokens import DocBin
 
 import spacy_sla.punctuation as punctuation
-import spacy_sla.syntax_inputs as syntax_inputs
 from benchmarks import encoders as benchmark
-from spacy_sla.layers.attention import SyntaxAwareAttention
+from spacy_sla.layers import AttentionPaths, computing_by
 from spacy_sla.layers.transformer_model import flatten_spans
 
 WAYS = ("vanilla", "sla-before", "sla-sdpa", "sla")
 ALL_WAYS = WAYS + ("floor",)
 SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
-_BATCHED = syntax_inputs._whole_doc_masks
 _CACHED_TEST = punctuation.is_authors_punctuation
-MATERIALISE_UP_TO = SyntaxAwareAttention.materialise_up_to
 
 
 @contextmanager
-def doc_by_doc(active: bool) -> Iterator[None]:
-    """Within the block, with `active`, the masks are built as before the batched path."""
+def doc_by_doc(active: bool, model) -> Iterator[None]:
+    """Within the block, with `active`, the SLA model builds its masks as before the batched path."""
     if active:
-        syntax_inputs._whole_doc_masks = lambda builder, spans: [None] * len(spans)
+        model.whole_doc_masks = False
         punctuation.is_authors_punctuation = _CACHED_TEST.__wrapped__
     try:
         yield
     finally:
-        syntax_inputs._whole_doc_masks = _BATCHED
+        model.whole_doc_masks = True
         punctuation.is_authors_punctuation = _CACHED_TEST
 
 
@@ -97,13 +94,10 @@ def attention_twice(active: bool) -> Iterator[None]:
 
 
 @contextmanager
-def two_sdpa_calls(active: bool) -> Iterator[None]:
-    """Within the block, with `active`, prediction calls SDPA twice at every length."""
-    SyntaxAwareAttention.materialise_up_to = 0 if active else MATERIALISE_UP_TO
-    try:
+def two_sdpa_calls(active: bool, model) -> Iterator[None]:
+    """Within the block, with `active`, the SLA model's prediction calls SDPA twice at every length."""
+    with computing_by(model.transformer, AttentionPaths(materialise_up_to=0) if active else AttentionPaths()):
         yield
-    finally:
-        SyntaxAwareAttention.materialise_up_to = MATERIALISE_UP_TO
 
 
 def paired_times(
@@ -150,7 +144,10 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
     def timed(way: str, batch: int) -> float:
         component = found["vanilla" if way in ("vanilla", "floor") else "sla"]
         copies = [doc.copy() for doc in batches[batch]]
-        with doc_by_doc(way == "sla-before"), two_sdpa_calls(way in ("sla-before", "sla-sdpa")), attention_twice(
+        sla_model = found["sla"].model
+        with doc_by_doc(way == "sla-before", sla_model), two_sdpa_calls(
+            way in ("sla-before", "sla-sdpa"), sla_model
+        ), attention_twice(
             way == "floor"
         ):
             start = clock()
@@ -165,7 +162,7 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
         for batch in batches:
             spans = flatten_spans(model.settings.get_spans(batch))
             wordpieces, align = model.tokenize(spans)
-            with doc_by_doc(way == "sla-before"):
+            with doc_by_doc(way == "sla-before", model):
                 times = []
                 for _ in range(5):
                     start = time.process_time()

@@ -18,7 +18,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 
 from .gates import GATES_ATTR
-from .layers.syntax_aware_transformer import attention_family
+from .layers.family_adapters import attention_family
 from .layers.transformer_model import SLATransformerModel, flatten_spans
 from .masks import MissingParseError, builder_kind
 from .pipeline_component import SLATransformer

@@ -13,7 +13,7 @@ from spacy.util import registry
 from thinc.api import Config
 
 from spacy_sla.layers import SyntaxAwareTransformer
-from spacy_sla.layers.local_bias import FAR_DISTANCE, DependencyScale, local_module_factory
+from spacy_sla.layers.local_bias import DependencyScale, local_module_factory
 from spacy_sla.masks import DependencyScaleDistances
 from spacy_sla.syntax_inputs import build_syntax_inputs
 
@@ -141,56 +141,7 @@ def test_special_and_punctuation_pieces_are_at_distance_zero(model):
     assert distances[0].tolist() == [0.0] * 10 and distances[1, 0] == 0.0
 
 
-# --- the module -------------------------------------------------------------------
-
-def test_the_scale_follows_the_formula_by_hand():
-    module = DependencyScale(hidden_size=2, n_heads=2, max_distance=2)
-    with torch.no_grad():
-        module.dense.weight.copy_(torch.eye(2))
-        module.dense.bias.zero_()
-        module.threshold.weight.copy_(torch.tensor([[2.0, 0.0], [0.0, 4.0]]))
-        module.threshold.bias.copy_(torch.tensor([1.0, 0.0]))
-    a = math.atanh(0.5)
-    hidden = torch.tensor([[[a, 0.0], [0.0, a], [0.0, 0.0]]])
-    # tanh(dense(h)) = (0.5, 0), (0, 0.5), (0, 0): tau head 0 = (2, 1, 1), head 1 = (0, 2, 0)
-    assert torch.allclose(module.thresholds(hidden)[0], torch.tensor([[2.0, 1.0, 1.0], [0.0, 2.0, 0.0]]), atol=1e-6)
-    # buckets 0..2 are distances, 3 is "farther" (unreachable), 4 special (distance 0)
-    buckets = torch.tensor([[[0, 1, 3], [1, 0, 2], [4, 4, 0]]])
-
-    def s(x):
-        return 0.5 + 0.5 * math.tanh(x)
-
-    expected = torch.tensor(
-        [
-            [[s(2), s(1), 0.0], [s(0), s(1), s(-1)], [s(1), s(1), s(1)]],
-            [[s(0), s(-1), 0.0], [s(1), s(2), s(0)], [s(0), s(0), s(0)]],
-        ]
-    )
-    transform = module(buckets, hidden)
-    assert torch.allclose(transform.scale[0], expected, atol=1e-6)
-    scores = torch.arange(18.0).view(1, 2, 3, 3) - 9.0
-    assert torch.allclose(transform(scores), scores * expected, atol=1e-5)
-
-
-def test_the_initial_threshold_is_the_same_for_every_token():
-    module = DependencyScale(hidden_size=8, n_heads=3, max_distance=4, initial_threshold=5.0)
-    hidden = torch.randn(2, 5, 8)
-    assert torch.equal(module.thresholds(hidden), torch.full((2, 3, 5), 5.0))
-    buckets = torch.randint(0, 7, (2, 5, 5))
-    distance = torch.tensor([0.0, 1.0, 2.0, 3.0, 4.0, FAR_DISTANCE, 0.0])[buckets]
-    expected = (0.5 + 0.5 * torch.tanh(5.0 - distance))[:, None].expand(-1, 3, -1, -1)
-    assert torch.allclose(module(buckets, hidden).scale, expected)
-    assert module.n_gates == 3
-
-
-def test_a_span_without_syntax_keeps_its_scores():
-    module = DependencyScale(hidden_size=4, n_heads=2, max_distance=1, initial_threshold=-3.0)
-    buckets = torch.full((2, 3, 3), 3)  # all "special": a Doc without a parse
-    buckets[1, 0, 0] = 0
-    scale = module(buckets, torch.randn(2, 3, 4)).scale
-    assert torch.equal(scale[0], torch.ones(2, 3, 3))
-    assert (scale[1] < 0.1).all()
-
+# --- in the encoder ---------------------------------------------------------------
 
 def with_dependency_scale(max_distance: int = 3, sla_layers=None) -> SyntaxAwareTransformer:
     builder = DependencyScaleDistances(max_distance=max_distance)
@@ -230,15 +181,15 @@ def test_the_layer_scales_the_logits_and_gates_per_head():
     assert (local_probs - global_probs).abs().max() > 1e-2  # the scale does something
 
 
-def test_the_fused_setting_gives_the_same_output(monkeypatch):
-    from spacy_sla.layers import SyntaxAwareAttention
+def test_the_fused_setting_gives_the_same_output():
+    from spacy_sla.layers import AttentionPaths
 
     sla = with_dependency_scale()
     input_ids, attention_mask = batch_inputs()
     buckets = torch.randint(0, 6, (2, 9, 9))
     outputs = {}
     for fused in (True, False):
-        monkeypatch.setattr(SyntaxAwareAttention, "use_fused_attention", fused)
+        sla.attention_paths = AttentionPaths(fused_attention=fused)
         with torch.no_grad():
             outputs[fused] = sla(input_ids, attention_mask, local_buckets=buckets).last_hidden_state
     assert torch.allclose(outputs[True], outputs[False], atol=1e-6)

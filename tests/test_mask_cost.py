@@ -8,7 +8,7 @@ import spacy_sla.layers.transformer_model as transformer_model
 import spacy_sla.masks as masks_module
 from spacy_sla import SyntaxMask
 from spacy_sla.data_classes import SyntaxInputs
-from spacy_sla.layers.attention import AttentionBatch, SyntaxAwareAttention
+from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention
 
 from util import english_vocab, sla_nlp, the_cat_sat
 

@@ -11,8 +11,6 @@ from thinc.api import Config
 
 from spacy_sla import AncestorMask, SoftThreshold, SyntaxMask, TreeDistanceBuckets
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
-from spacy_sla.layers import SyntaxAwareTransformer
-from spacy_sla.layers.local_bias import DistanceBucketBias, SoftThresholdLogBias
 from spacy_sla.syntax_inputs import build_syntax_inputs, expand_to_pieces
 
 from reference import slow_ancestor_mask, slow_no_neighbour_mask
@@ -20,16 +18,12 @@ from strategies import random_forests
 from util import (
     SPANS,
     V2,
-    batch_inputs,
     english_vocab,
     parsed_doc,
-    random_local_mask,
     sla_nlp,
     the_cat_sat,
-    tiny_encoder,
     train_textcat,
     trf_output,
-    vanilla_output,
 )
 
 SGNET = {"@architectures": V2, "get_spans": SPANS, "mask": None, "syntax_guided_mask": {"@misc": "spacy-sla.ancestor_mask.v1"}}
@@ -198,92 +192,6 @@ def test_unparsed_docs_get_neutral_inputs_under_the_global_policy(model):
     assert (inputs.local_buckets == TreeDistanceBuckets(max_distance=2).n_buckets - 1).all()
     assert inputs.guide_mask.all()
     assert (inputs.parent_targets == IGNORED_TARGET).all()
-
-
-# --- modules ------------------------------------------------------------------
-
-def test_bias_modules_follow_their_formulas():
-    buckets = torch.tensor([[[0, 1], [4, 5]]])
-    table = DistanceBucketBias(n_heads=2, n_buckets=6)
-    assert torch.equal(table(buckets), torch.zeros(1, 2, 2, 2))
-    with torch.no_grad():
-        table.bias.copy_(torch.arange(12.0).view(2, 6))
-    assert table(buckets)[0, 1].tolist() == [[6.0, 7.0], [10.0, 11.0]]
-    soft = SoftThresholdLogBias(n_heads=2, max_distance=3, initial_threshold=2.0)
-    # buckets 0..3 are distances, 4 is "farther" (distance 4), 5 special (distance 0)
-    expected = torch.log(0.5 + 0.5 * torch.tanh(2.0 - torch.tensor([[0.0, 1.0], [4.0, 0.0]])))
-    assert torch.allclose(soft(buckets)[0, 0], expected, atol=1e-6)
-
-
-def test_a_zero_bias_starts_from_global_attention():
-    model = tiny_encoder("bert")
-    input_ids, attention_mask = batch_inputs()
-    buckets = torch.randint(0, 5, (2, 9, 9))
-    sla = SyntaxAwareTransformer(model, local_bias=lambda config: DistanceBucketBias(config.num_attention_heads, 5)).eval()
-    with torch.no_grad():
-        output = sla(input_ids, attention_mask, local_buckets=buckets).last_hidden_state
-    expected = vanilla_output(tiny_encoder("bert"), input_ids, attention_mask)
-    real = attention_mask.bool()[..., None]
-    assert torch.allclose(output * real, expected * real, atol=1e-5)
-    with torch.no_grad():
-        for module in sla.sla_modules():
-            module.local_bias.bias.normal_(std=3.0)
-        moved = sla(input_ids, attention_mask, local_buckets=buckets).last_hidden_state
-    assert (moved - output).abs().max() > 1e-3
-
-
-def test_the_syntax_guided_layer_mixes_with_the_encoder_output():
-    input_ids, attention_mask = batch_inputs()
-    sgnet = SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers=[], syntax_guided=True).eval()
-    assert sgnet.sla_modules() == [] and sgnet.sla_parameter_names()[0].startswith("guided_layer.")
-    guide = random_local_mask()
-    with torch.no_grad():
-        mixed = sgnet(input_ids, attention_mask, guide_mask=guide).last_hidden_state
-        encoder = vanilla_output(sgnet.transformer, input_ids, attention_mask)
-        visible = (guide | ~attention_mask.bool()[:, :, None])[:, None] & attention_mask.bool()[:, None, None, :]
-        additive = torch.zeros(visible.shape).masked_fill(~visible, torch.finfo(torch.float32).min)
-        guided = sgnet.guided_layer.layer(encoder, attention_mask=additive)[0]
-        assert torch.allclose(mixed, 0.5 * encoder + 0.5 * guided, atol=1e-5)
-        unguided = sgnet(input_ids, attention_mask).last_hidden_state
-        assert (unguided - mixed).abs().max() > 1e-4
-        sgnet.guided_layer.mix_logits.copy_(torch.tensor([50.0, -50.0]))
-        only_encoder = sgnet(input_ids, attention_mask, guide_mask=guide).last_hidden_state
-    assert torch.allclose(only_encoder, encoder, atol=1e-5)
-
-
-def test_the_parent_loss_is_the_cross_entropy_of_the_supervised_head():
-    input_ids, attention_mask = batch_inputs()
-    lisa = SyntaxAwareTransformer(
-        tiny_encoder("bert"), sla_layers=[], parent_attention=ParentAttention(layer=1, head=2, weight=0.5)
-    ).train()
-    for module in lisa.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-    lisa.transformer.config.attention_probs_dropout_prob = 0.0
-    for module in lisa.modules():
-        if hasattr(module, "dropout_prob"):
-            module.dropout_prob = 0.0
-    targets = torch.full((2, 9), IGNORED_TARGET)
-    targets[0, 1:4] = torch.tensor([2, 2, 2])
-    targets[1, 1:3] = torch.tensor([1, 4])
-    output = lisa(input_ids, attention_mask, parent_targets=targets, output_attentions=True)
-    probs = output.attentions[1][:, 2]  # layer 1, head 2
-    chosen = [probs[0, 1, 2], probs[0, 2, 2], probs[0, 3, 2], probs[1, 1, 1], probs[1, 2, 4]]
-    expected = -torch.log(torch.stack(chosen)).mean()
-    assert torch.allclose(output.auxiliary_loss, 0.5 * expected, atol=1e-5)
-    output.auxiliary_loss.backward()
-    query = lisa.transformer.encoder.layer[1].attention.self.query.weight
-    assert query.grad is not None and query.grad.abs().sum() > 0
-    assert lisa.transformer.encoder.layer[2].attention.self.query.weight.grad is None
-
-
-def test_invalid_parent_attention_is_refused():
-    with pytest.raises(ValueError, match=r"\[E012\]"):
-        SyntaxAwareTransformer(tiny_encoder("bert"), parent_attention=ParentAttention(layer=5))
-    with pytest.raises(ValueError, match=r"\[E012\]"):
-        SyntaxAwareTransformer(tiny_encoder("bert"), parent_attention=ParentAttention(head=4))
-    middle = SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers=[], parent_attention=ParentAttention())
-    assert middle.parent_attention.layer == 1  # 3 layers
 
 
 # --- pipelines ------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The prepared GPU benchmark (scripts/gpu_benchmark.py), run tiny: on the
+"""The prepared GPU benchmark (python -m benchmarks.encoder_benchmark), run tiny: on the
 CPU for its bookkeeping, on a GPU (marked gpu) as it runs there."""
 import pytest
 

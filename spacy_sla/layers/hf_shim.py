@@ -1,3 +1,4 @@
+import os
 import pickle
 import warnings
 from io import BytesIO
@@ -6,9 +7,11 @@ from typing import Any, Dict, Mapping, Optional
 
 import srsly
 import torch
+from huggingface_hub.utils import HFValidationError
 from spacy.util import SimpleFrozenDict, make_tempdir
 from spacy_transformers.data_classes import HFObjects
 from spacy_transformers.layers.hf_shim import HFShim
+from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
 from thinc.api import get_torch_default_device
 from thinc.types import ArgsKwargs
 from transformers import PretrainedConfig
@@ -161,3 +164,32 @@ def _vocab_file_contents(tokenizer: Any, folder: Path) -> Optional[bytes]:
     if not hasattr(tokenizer, "vocab_file"):
         return None
     return (folder / tokenizer.vocab_files_names["vocab_file"]).read_bytes()
+
+
+def _is_local_path(name: str) -> bool:
+    """Whether `name` can only mean a local path: a hub id is "model" or
+    "namespace/model", never absolute, "./x", "../x", "~/x" or deeper."""
+    return (
+        os.path.isabs(name)
+        or name.startswith((".", "~"))
+        or name.count("/") > 1
+        or (os.sep != "/" and os.sep in name)
+    )
+
+
+def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict) -> HFObjects:
+    """The tokenizer and encoder from a local directory or the hub; whatever
+    prevents finding them is [E005], which names what was looked for."""
+    local = Path(str(name)).expanduser()
+    if _is_local_path(str(name)) and not local.exists():
+        # Hugging Face would try it as a hub id and fail on its form
+        # (HFValidationError), without saying that the directory is missing.
+        reason = f"the local directory {local.resolve()} does not exist"
+        raise OSError(Errors.E005.format(name=name, reason=reason))
+    try:
+        return huggingface_from_pretrained(name, dict(tokenizer_config), dict(transformer_config))
+    except (OSError, HFValidationError) as error:
+        reason = str(error).splitlines()[0].rstrip(".")
+        if not local.exists():
+            reason += f"; nor is there a local directory {local.resolve()}"
+        raise OSError(Errors.E005.format(name=name, reason=reason)) from error

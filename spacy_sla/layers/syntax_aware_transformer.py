@@ -1,8 +1,8 @@
 """A Hugging Face encoder with syntax-aware attention: SLA in some or all of
 its layers, optionally a supervised parent-attention head (LISA) and a
 syntax-guided layer on top (SG-Net)."""
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Type
+from contextlib import contextmanager
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import torch
 from torch import nn
@@ -10,62 +10,14 @@ from transformers import AutoModel, PretrainedConfig, PreTrainedModel
 
 from ..data_classes import ParentAttention
 from ..errors import Errors
-from .attention import (
-    AttentionBatch,
-    BertStyleSelfAttention,
-    DistilBertStyleAttention,
-    SyntaxAwareAttention,
-    attending,
-    width_order,
-)
+from .attention_batch import AttentionBatch, attending
+from .attention_paths import DEFAULT_PATHS, AttentionPaths
+from .family_adapters import attention_family
+from .syntax_aware_attention import SyntaxAwareAttention
 from .syntax_guided import SyntaxGuidedLayer
+from .width_groups import width_order
 
 LocalBiasFactory = Callable[[PretrainedConfig], nn.Module]
-
-
-@dataclass(frozen=True)
-class AttentionFamily:
-    """Where a model family keeps its self-attention modules."""
-
-    layers: Callable[[PreTrainedModel], nn.ModuleList]
-    holder: Callable[[nn.Module], nn.Module]  # the layer's module that owns the attention
-    attribute: str  # the attention module's name in its holder
-    replacement: Type[SyntaxAwareAttention]
-
-
-_BERT_STYLE = AttentionFamily(
-    layers=lambda model: model.encoder.layer,
-    holder=lambda layer: layer.attention,
-    attribute="self",
-    replacement=BertStyleSelfAttention,
-)
-_DISTILBERT_STYLE = AttentionFamily(
-    layers=lambda model: model.transformer.layer,
-    holder=lambda layer: layer,
-    attribute="attention",
-    replacement=DistilBertStyleAttention,
-)
-ATTENTION_FAMILIES: Dict[str, AttentionFamily] = {
-    "bert": _BERT_STYLE,
-    "roberta": _BERT_STYLE,
-    "xlm-roberta": _BERT_STYLE,
-    "camembert": _BERT_STYLE,
-    "electra": _BERT_STYLE,
-    "distilbert": _DISTILBERT_STYLE,
-}
-
-
-def attention_family(config: PretrainedConfig, name: str = "") -> AttentionFamily:
-    family = ATTENTION_FAMILIES.get(config.model_type)
-    if family is None:
-        raise ValueError(
-            Errors.E002.format(
-                name=name or config.name_or_path,
-                model_type=config.model_type,
-                supported=", ".join(sorted(ATTENTION_FAMILIES)),
-            )
-        )
-    return family
 
 
 def resolve_layers(sla_layers: Optional[Sequence[int]], n_layers: int) -> List[int]:
@@ -123,6 +75,9 @@ class SyntaxAwareTransformer(nn.Module):
         boolean local masks.
     syntax_guided: add SG-Net's syntax-guided layer on top of the encoder.
     parent_attention: supervise one head of one layer with the parents (LISA).
+    attention_paths: how the layers compute their attention (AttentionPaths);
+        a plain attribute, which the benchmarks set to compare the paths
+        (`computing_by`).
 
     forward takes the usual encoder inputs plus the batch's syntax inputs
     (see SyntaxInputs.to_torch); a missing input means global attention.
@@ -141,8 +96,10 @@ class SyntaxAwareTransformer(nn.Module):
         local_bias: Optional[LocalBiasFactory] = None,
         syntax_guided: bool = False,
         parent_attention: Optional[ParentAttention] = None,
+        attention_paths: AttentionPaths = DEFAULT_PATHS,
     ):
         super().__init__()
+        self.attention_paths = attention_paths
         config = transformer.config
         family = attention_family(config)
         layers = family.layers(transformer)
@@ -155,7 +112,7 @@ class SyntaxAwareTransformer(nn.Module):
             original = getattr(holder, family.attribute)
             _check_wrappable(original, config)
             local = index in self.sla_layers
-            replacement = family.replacement(
+            replacement = family(
                 original,
                 config,
                 local=local,
@@ -226,7 +183,7 @@ class SyntaxAwareTransformer(nn.Module):
         order = self._prediction_order(attention_mask, local_mask, local_restricted, output_attentions)
         if order is not None:
             # Prediction on the CPU reads each group of similar length as
-            # a block of the batch (attention.width_order); the outputs go
+            # a block of the batch (width_groups.width_order); the outputs go
             # back to the callers' order below.
             input_ids, attention_mask, token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted = (
                 None if tensor is None else tensor.index_select(0, order.to(tensor.device))
@@ -241,7 +198,8 @@ class SyntaxAwareTransformer(nn.Module):
         if output_attentions:
             inputs["output_attentions"] = True
         batch = AttentionBatch.from_inputs(
-            attention_mask, local_mask, local_buckets, parent_targets, record_gates, local_restricted
+            attention_mask, local_mask, local_buckets, parent_targets, record_gates, local_restricted,
+            paths=self.attention_paths,
         )
         # The wrapped layers read this call's batch, in this thread only.
         with attending(batch):
@@ -273,7 +231,7 @@ class SyntaxAwareTransformer(nn.Module):
         inputs short enough to mix the probability matrices (their path has
         no groups)."""
         if (
-            attention_mask.shape[1] <= SyntaxAwareAttention.materialise_up_to
+            attention_mask.shape[1] <= self.attention_paths.materialise_up_to
             or local_mask is None
             or local_restricted is None
             or attention_mask.device.type != "cpu"
@@ -282,7 +240,23 @@ class SyntaxAwareTransformer(nn.Module):
             or output_attentions
         ):
             return None
-        return width_order(attention_mask, local_restricted)
+        return width_order(attention_mask, local_restricted, self.attention_paths)
+
+
+@contextmanager
+def computing_by(module: nn.Module, paths: AttentionPaths) -> Iterator[None]:
+    """Within the block, every SyntaxAwareTransformer in `module` (itself
+    included) computes its attention by `paths`; each gets its own paths
+    back afterwards."""
+    transformers = [part for part in module.modules() if isinstance(part, SyntaxAwareTransformer)]
+    previous = [transformer.attention_paths for transformer in transformers]
+    for transformer in transformers:
+        transformer.attention_paths = paths
+    try:
+        yield
+    finally:
+        for transformer, own in zip(transformers, previous):
+            transformer.attention_paths = own
 
 
 def _restore_order(output: Dict, restore: torch.Tensor) -> None:

@@ -3,21 +3,15 @@ with local attention masks computed from the parse of each span."""
 import copy
 import os
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
-from huggingface_hub.utils import HFValidationError
 from spacy.tokens import Doc, Span
 from spacy_transformers.align import get_alignment, get_alignment_via_offset_mapping
 from spacy_transformers.data_classes import FullTransformerBatch, HFObjects, WordpieceBatch
 from spacy_transformers.layers._util import replace_listener
 from spacy_transformers.layers._util import replace_listener_cfg as spacy_transformers_replace_listener_cfg
-from spacy_transformers.layers.transformer_model import (
-    huggingface_from_pretrained,
-    huggingface_tokenize,
-    set_pytorch_transformer,
-)
+from spacy_transformers.layers.transformer_model import huggingface_tokenize, set_pytorch_transformer
 from spacy_transformers.truncate import truncate_oversize_splits
 from thinc.api import Model, xp2torch
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
@@ -25,12 +19,12 @@ from thinc.types import ArgsKwargs, Ragged
 from transformers.file_utils import ModelOutput
 
 from ..data_classes import ParentAttention, SLATransformerBatch, SyntaxInputs
-from ..errors import Errors
 from ..masks import MaskBuilder, builder_kind
 from ..syntax_inputs import build_syntax_inputs, check_on_missing_parse
-from .hf_shim import SLAShim
+from .family_adapters import attention_family
+from .hf_shim import SLAShim, load_pretrained
 from .local_bias import local_module_factory
-from .syntax_aware_transformer import SyntaxAwareTransformer, attention_family
+from .syntax_aware_transformer import SyntaxAwareTransformer
 
 SpanGetter = Callable[[List[Doc]], List[List[Span]]]
 TOK2VEC_ARCHITECTURES = {
@@ -103,6 +97,10 @@ class SLATransformerModel(Model):
     a function, which thinc never serializes) and the hooks that spaCy and
     spacy-transformers call. What a batch produces besides the transformer
     output (gates, the parent-attention loss) is in the batch output.
+
+    whole_doc_masks: runtime state, never serialized: whether the masks of
+    a SyntaxMask are sliced from their whole Docs' masks (build_syntax_inputs);
+    False builds them span by span, for comparison.
     """
 
     def __init__(
@@ -158,6 +156,7 @@ class SLATransformerModel(Model):
             },
         )
         self.settings = settings
+        self.whole_doc_masks = True
 
     @property
     def tokenizer(self):
@@ -212,6 +211,7 @@ class SLATransformerModel(Model):
             on_missing_parse=self.settings.on_missing_parse,
             piece_strings=wordpieces.strings,
             warned=self.given_warnings,
+            whole_doc_masks=self.whole_doc_masks,
         )
 
     @property
@@ -247,35 +247,6 @@ def tokenize_spans(tokenizer: Any, spans: List[Span]) -> Tuple[WordpieceBatch, R
 
 def flatten_spans(nested_spans: List[List[Span]]) -> List[Span]:
     return [span for doc_spans in nested_spans for span in doc_spans]
-
-
-def _is_local_path(name: str) -> bool:
-    """Whether `name` can only mean a local path: a hub id is "model" or
-    "namespace/model", never absolute, "./x", "../x", "~/x" or deeper."""
-    return (
-        os.path.isabs(name)
-        or name.startswith((".", "~"))
-        or name.count("/") > 1
-        or (os.sep != "/" and os.sep in name)
-    )
-
-
-def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict) -> HFObjects:
-    """The tokenizer and encoder from a local directory or the hub; whatever
-    prevents finding them is [E005], which names what was looked for."""
-    local = Path(str(name)).expanduser()
-    if _is_local_path(str(name)) and not local.exists():
-        # Hugging Face would try it as a hub id and fail on its form
-        # (HFValidationError), without saying that the directory is missing.
-        reason = f"the local directory {local.resolve()} does not exist"
-        raise OSError(Errors.E005.format(name=name, reason=reason))
-    try:
-        return huggingface_from_pretrained(name, dict(tokenizer_config), dict(transformer_config))
-    except (OSError, HFValidationError) as error:
-        reason = str(error).splitlines()[0].rstrip(".")
-        if not local.exists():
-            reason += f"; nor is there a local directory {local.resolve()}"
-        raise OSError(Errors.E005.format(name=name, reason=reason)) from error
 
 
 def set_transformer(model: SLATransformerModel, hf_objects: HFObjects) -> None:

@@ -3,7 +3,7 @@ one in groups of similar length, each group cut to the pieces of its longest
 sequence (AttentionBatch.width_groups): contexts, encoder outputs and gates
 equal those of the plain path, and training, dropout and the bias variants
 keep the plain path. The materialised prediction of short inputs is turned
-off, so that every call goes through SDPA."""
+off (saving_paths), so that every call goes through SDPA."""
 import itertools
 from typing import List, Tuple
 
@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from spacy.tokens import Doc
 from torch.nn import functional as F
 
-from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, SyntaxAwareTransformer, attending
-from spacy_sla.layers import attention as attention_module
-from spacy_sla.layers.attention import _cheapest_cuts, _width_groups, width_order
+from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareAttention, SyntaxAwareTransformer, attending
+from spacy_sla.layers.width_groups import cheapest_cuts, width_groups, width_order
 
 from util import english_vocab, parsed_doc, sla_nlp, the_cat_sat, tiny_encoder, trf_output
 
@@ -25,12 +24,14 @@ N_HEADS, HEAD_SIZE, N_PIECES = 2, 4, 12
 HIDDEN = N_HEADS * HEAD_SIZE
 LENGTHS = [12, 5, 12, 3, 7]
 N_SEQUENCES = len(LENGTHS)
-PLAIN = 1.0  # WIDTH_GROUPS_MIN_SAVING that no grouping meets
+PLAIN = 1.0  # a width_groups_min_saving that no grouping meets
+MAX_GROUPS = AttentionPaths().max_width_groups
 
 
-@pytest.fixture(autouse=True)
-def two_sdpa_calls(monkeypatch):
-    monkeypatch.setattr(SyntaxAwareAttention, "materialise_up_to", 0)
+def saving_paths(saving: float, **paths) -> AttentionPaths:
+    """Groups by width where they spare `saving` of the work, and two SDPA
+    calls at every length (the materialised path has no groups)."""
+    return AttentionPaths(materialise_up_to=0, width_groups_min_saving=saving, **paths)
 
 
 class SdpaShapes:
@@ -44,7 +45,7 @@ class SdpaShapes:
             self.shapes.append((query.shape[0], query.shape[2]))
             return original(query, *args, **kwargs)
 
-        monkeypatch.setattr(attention_module.F, "scaled_dot_product_attention", recorded)
+        monkeypatch.setattr(F, "scaled_dot_product_attention", recorded)
 
 
 def attention_mask(lengths: List[int] = LENGTHS) -> torch.Tensor:
@@ -65,8 +66,7 @@ def local_mask(restricted: List[int], lengths: List[int] = LENGTHS) -> torch.Ten
     return mask
 
 
-def attend(batch: AttentionBatch, saving: float, monkeypatch, grad: bool = False, dropout: float = 0.0):
-    monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", saving)
+def attend(batch: AttentionBatch, grad: bool = False, dropout: float = 0.0):
     torch.manual_seed(7)
     module = SyntaxAwareAttention(HIDDEN, N_HEADS, dropout).eval()
     with torch.no_grad():
@@ -81,9 +81,10 @@ def attend(batch: AttentionBatch, saving: float, monkeypatch, grad: bool = False
     return context
 
 
-def batch_of(restricted: List[int], saving: float, monkeypatch) -> AttentionBatch:
-    monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", saving)
-    return AttentionBatch.from_inputs(attention_mask(), local_mask(restricted), record_gates=True)
+def batch_of(restricted: List[int], saving: float, **paths) -> AttentionBatch:
+    return AttentionBatch.from_inputs(
+        attention_mask(), local_mask(restricted), record_gates=True, paths=saving_paths(saving, **paths)
+    )
 
 
 def brute_force_cuts(widths: List[int], max_groups: int) -> float:
@@ -98,80 +99,77 @@ def brute_force_cuts(widths: List[int], max_groups: int) -> float:
 
 def test_the_cheapest_cuts_by_hand():
     # one group of three 10s, two 100s, the 200: 3 * 100 + 2 * 10,000 + 40,000
-    assert _cheapest_cuts(numpy.array([10, 10, 10, 100, 100, 200])) == (60300.0, [3, 5, 6])
-    assert _cheapest_cuts(numpy.array([100] * 5)) == (50000.0, [5])
+    assert cheapest_cuts(numpy.array([10, 10, 10, 100, 100, 200]), MAX_GROUPS) == (60300.0, [3, 5, 6])
+    assert cheapest_cuts(numpy.array([100] * 5), MAX_GROUPS) == (50000.0, [5])
 
 
 @settings(max_examples=100, deadline=None)
 @given(widths=st.lists(st.integers(1, 300) | st.sampled_from([3, 5, 40, 200]), min_size=1, max_size=9))  # repeats too
 def test_the_cheapest_cuts_are_the_cheapest_of_all(widths):
     widths = sorted(widths)
-    cost, ends = _cheapest_cuts(numpy.array(widths))
-    assert 1 <= len(ends) <= attention_module.MAX_WIDTH_GROUPS and ends[-1] == len(widths)
+    cost, ends = cheapest_cuts(numpy.array(widths), MAX_GROUPS)
+    assert 1 <= len(ends) <= MAX_GROUPS and ends[-1] == len(widths)
     assert ends == sorted(set(ends)) and ends[0] > 0
     bounds = [0, *ends]
     assert cost == sum((end - start) * widths[end - 1] ** 2 for start, end in zip(bounds, bounds[1:]))
-    assert cost == brute_force_cuts(widths, attention_module.MAX_WIDTH_GROUPS)
+    assert cost == brute_force_cuts(widths, MAX_GROUPS)
 
 
-def test_the_groups_of_a_batch_by_hand(monkeypatch):
-    batch = batch_of([0, 1, 3, 4], 0.15, monkeypatch)
+def test_the_groups_of_a_batch_by_hand():
+    batch = batch_of([0, 1, 3, 4], 0.15)
     # widths 12, 5, 3, 7 in at most three groups: {3, 5} {7} {12} costs 2 x 25 + 49 + 144 = 243, {3} {5, 7} {12}
     # 251, {3} {5} {7, 12} 322; the restricted rows at the padded width 4 x 144 = 576
     groups = [(group.rows.tolist(), group.width) for group in batch.width_groups]
     assert groups == [([3, 1], 5), ([4], 7), ([0], 12)]
-    # 4 of 5 sequences is above GATHER_MAX_SHARE: the plain path would run all five
+    # 4 of 5 sequences is above gather_max_share: the plain path would run all five
     assert batch.local_rows is None
     # equal widths spare nothing
-    monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", 0.15)
-    full = AttentionBatch.from_inputs(attention_mask([12] * 5), local_mask([0, 1, 2, 3, 4], [12] * 5))
+    full = AttentionBatch.from_inputs(
+        attention_mask([12] * 5), local_mask([0, 1, 2, 3, 4], [12] * 5), paths=saving_paths(0.15)
+    )
     assert full.width_groups is None
     # nothing restricted, nothing to group
-    assert batch_of([], 0.15, monkeypatch).width_groups is None
+    assert batch_of([], 0.15).width_groups is None
 
 
 @pytest.mark.parametrize("restricted", [[1], [0, 3], [0, 1, 3, 4], [0, 1, 2, 3, 4]])
 def test_contexts_by_width_equal_the_plain_path(restricted, monkeypatch):
-    expected = attend(batch_of(restricted, PLAIN, monkeypatch), PLAIN, monkeypatch)
-    batch = batch_of(restricted, -1.0, monkeypatch)  # any grouping is taken
+    expected = attend(batch_of(restricted, PLAIN))
+    batch = batch_of(restricted, -1.0)  # any grouping is taken
     shapes = SdpaShapes(monkeypatch)
-    context = attend(batch, -1.0, monkeypatch)
+    context = attend(batch)
     expected_shapes = [(len(group.rows), group.width) for group in batch.width_groups]
     assert shapes.shapes == [(N_SEQUENCES, N_PIECES)] + expected_shapes
     assert sum(n for n, _ in expected_shapes) == len(restricted)
     assert torch.allclose(context, expected, atol=1e-5), (context - expected).abs().max()
 
 
-def test_a_row_that_sees_no_key_keeps_the_boolean_mask(monkeypatch):
+def test_a_row_that_sees_no_key_keeps_the_boolean_mask():
     mask = local_mask([1, 3])
     mask[1, 2] = False
-    monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", PLAIN)
-    expected = attend(AttentionBatch.from_inputs(attention_mask(), mask), PLAIN, monkeypatch)
-    monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", -1.0)
-    batch = AttentionBatch.from_inputs(attention_mask(), mask)
-    context = attend(batch, -1.0, monkeypatch)
+    expected = attend(AttentionBatch.from_inputs(attention_mask(), mask, paths=saving_paths(PLAIN)))
+    batch = AttentionBatch.from_inputs(attention_mask(), mask, paths=saving_paths(-1.0))
+    context = attend(batch)
     assert all(batch.group_local_mask(torch.float32, i).dtype == torch.bool for i in range(len(batch.width_groups)))
     assert torch.allclose(context, expected, atol=1e-5)
 
 
 def test_gradients_and_dropout_keep_the_plain_path(monkeypatch):
-    monkeypatch.setattr(SyntaxAwareAttention, "memory_saving_training", False)
     shapes = SdpaShapes(monkeypatch)
-    attend(batch_of([1, 3], -1.0, monkeypatch), -1.0, monkeypatch, grad=True)
+    attend(batch_of([1, 3], -1.0, memory_saving_training=False), grad=True)
     assert shapes.shapes == [(N_SEQUENCES, N_PIECES)] * 2
     shapes.shapes.clear()
     module_dropout = 0.3
     torch.manual_seed(0)
     module = SyntaxAwareAttention(HIDDEN, N_HEADS, module_dropout).train()
     qkv = [torch.randn(N_SEQUENCES, N_HEADS, N_PIECES, HEAD_SIZE) for _ in range(3)]
-    with torch.no_grad(), attending(batch_of([1, 3], -1.0, monkeypatch)):
+    with torch.no_grad(), attending(batch_of([1, 3], -1.0)):
         module.attend(torch.randn(N_SEQUENCES, N_PIECES, HIDDEN), *qkv)
     assert shapes.shapes == [(N_SEQUENCES, N_PIECES)] * 2
 
 
-def encoder_outputs(saving: float, restricted: List[int], monkeypatch):
-    monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", saving)
-    sla = SyntaxAwareTransformer(tiny_encoder("bert")).eval()
+def encoder_outputs(saving: float, restricted: List[int]):
+    sla = SyntaxAwareTransformer(tiny_encoder("bert"), attention_paths=saving_paths(saving)).eval()
     input_ids = torch.randint(5, 50, (N_SEQUENCES, N_PIECES), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         output = sla(input_ids, attention_mask(), local_mask=local_mask(restricted), record_gates=True)
@@ -180,9 +178,9 @@ def encoder_outputs(saving: float, restricted: List[int], monkeypatch):
 
 @pytest.mark.parametrize("restricted", [[2, 3], [0, 1, 2, 3, 4]])
 def test_the_encoder_output_and_gates_are_unchanged(restricted, monkeypatch):
-    expected, expected_gates = encoder_outputs(PLAIN, restricted, monkeypatch)
+    expected, expected_gates = encoder_outputs(PLAIN, restricted)
     shapes = SdpaShapes(monkeypatch)
-    output, gates = encoder_outputs(-1.0, restricted, monkeypatch)
+    output, gates = encoder_outputs(-1.0, restricted)
     assert any(width < N_PIECES for _, width in shapes.shapes)
     for length, real_output, real_expected in zip(LENGTHS, output, expected):
         # the real pieces; padding rows are never read
@@ -194,11 +192,11 @@ def test_the_encoder_output_and_gates_are_unchanged(restricted, monkeypatch):
 def test_the_order_puts_each_group_in_a_block():
     flags = torch.tensor([True, True, False, True, True])
     # groups {3, 1} {4} {0} (test_the_groups_of_a_batch_by_hand), then the unrestricted sequence 2
-    order = width_order(attention_mask(), flags)
+    order = width_order(attention_mask(), flags, AttentionPaths())
     assert order.tolist() == [3, 1, 4, 0, 2]
     ordered = attention_mask().index_select(0, order)
-    assert width_order(ordered, flags.index_select(0, order)) is None
-    groups = _width_groups(ordered.bool(), flags.index_select(0, order))
+    assert width_order(ordered, flags.index_select(0, order), AttentionPaths()) is None
+    groups = width_groups(ordered.bool(), flags.index_select(0, order), AttentionPaths())
     assert [(group.block, group.width) for group in groups] == [((0, 2), 5), ((2, 3), 7), ((3, 4), 12)]
 
 
@@ -214,9 +212,8 @@ def test_the_encoder_runs_the_groups_as_blocks_and_answers_in_the_callers_order(
 
     outputs = {}
     for saving in (PLAIN, 0.15):
-        monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", saving)
         monkeypatch.setattr(AttentionBatch, "from_inputs", classmethod(recorded))
-        sla = SyntaxAwareTransformer(tiny_encoder("bert")).eval()
+        sla = SyntaxAwareTransformer(tiny_encoder("bert"), attention_paths=saving_paths(saving)).eval()
         input_ids = torch.randint(5, 50, (N_SEQUENCES, N_PIECES), generator=torch.Generator().manual_seed(1))
         with torch.no_grad():
             output = sla(
@@ -243,7 +240,7 @@ def test_the_pipeline_outputs_and_gates_are_unchanged(tiny_bert, monkeypatch):
     results = {}
     shapes = SdpaShapes(monkeypatch)
     for saving in (PLAIN, 0.15):
-        monkeypatch.setattr(attention_module, "WIDTH_GROUPS_MIN_SAVING", saving)
+        component.model.transformer.attention_paths = saving_paths(saving)
         shapes.shapes = []
         predicted = list(component.pipe([doc.copy() for doc in docs]))
         results[saving] = ([trf_output(doc) for doc in predicted], [doc._.sla_gates for doc in predicted], shapes.shapes)

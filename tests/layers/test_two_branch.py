@@ -8,8 +8,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, attending
-from spacy_sla.layers import attention as attention_module
+from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareAttention, attending, two_branch
 from spacy_sla.layers.local_bias import DistanceBucketBias
 
 N_HEADS, HEAD_SIZE, N_PIECES = 4, 8, 9
@@ -125,14 +124,14 @@ class RecordedKeepMasks:
 
     def __init__(self, monkeypatch):
         self.masks: List[torch.Tensor] = []
-        original = attention_module._drop_out_pair
+        original = two_branch.drop_out_pair
 
         def recorded(global_probs, local_probs, dropout: float) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
             masks = original(global_probs, local_probs, dropout)
             self.masks.extend(mask.clone() for mask in masks)
             return masks
 
-        monkeypatch.setattr(attention_module, "_drop_out_pair", recorded)
+        monkeypatch.setattr(two_branch, "drop_out_pair", recorded)
 
 
 @pytest.mark.parametrize("kind", ["mask", "bias"])
@@ -187,13 +186,11 @@ def test_the_memory_saving_path_runs_in_training_and_keeps_less(monkeypatch):
     module = make_module("mask", dropout).train()
     batch = make_batch("mask")
     calls = []
-    original_apply = attention_module.TwoBranchAttention.apply
-    monkeypatch.setattr(
-        attention_module.TwoBranchAttention, "apply", lambda *args: calls.append(1) or original_apply(*args)
-    )
+    original_apply = two_branch.TwoBranchAttention.apply
+    monkeypatch.setattr(two_branch.TwoBranchAttention, "apply", lambda *args: calls.append(1) or original_apply(*args))
     new = saved_square_bytes(module, batch, N_PIECES, dropout)
     assert calls == [1]
-    monkeypatch.setattr(SyntaxAwareAttention, "memory_saving_training", False)
+    batch.paths = AttentionPaths(memory_saving_training=False)
     previous = saved_square_bytes(module, batch, N_PIECES, dropout)
     assert calls == [1]
     elements = 2 * N_HEADS * N_PIECES * N_PIECES
@@ -209,7 +206,7 @@ def test_the_memory_saving_path_runs_in_training_and_keeps_less(monkeypatch):
     assert calls == [1]
 
 
-def test_under_autocast_the_training_path_matches_the_previous_formulation(monkeypatch):
+def test_under_autocast_the_training_path_matches_the_previous_formulation():
     """Half-precision projections (bfloat16 on the CPU, float16 on a GPU):
     the softmaxes run in float32, the products in the half type."""
     from transformers import BertConfig, BertModel
@@ -226,9 +223,10 @@ def test_under_autocast_the_training_path_matches_the_previous_formulation(monke
     )
     results = {}
     for memory_saving in (True, False):
-        monkeypatch.setattr(SyntaxAwareAttention, "memory_saving_training", memory_saving)
         torch.manual_seed(0)
-        model = SyntaxAwareTransformer(BertModel(config, add_pooling_layer=False)).train()
+        model = SyntaxAwareTransformer(
+            BertModel(config, add_pooling_layer=False), attention_paths=AttentionPaths(memory_saving_training=memory_saving)
+        ).train()
         try:
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 output = model(input_ids, attention_mask, local_mask=local_mask).last_hidden_state
@@ -244,11 +242,11 @@ def test_under_autocast_the_training_path_matches_the_previous_formulation(monke
 
 
 def drop_out_pair(shape, rate: float):
-    """_drop_out_pair on random probabilities: (dropped global, dropped local,
+    """two_branch.drop_out_pair on random probabilities: (dropped global, dropped local,
     the inputs, the keep masks)."""
     global_probs, local_probs = torch.rand(shape), torch.rand(shape)
     inputs = (global_probs.clone(), local_probs.clone())
-    keeps = attention_module._drop_out_pair(global_probs, local_probs, rate)
+    keeps = two_branch.drop_out_pair(global_probs, local_probs, rate)
     return global_probs, local_probs, inputs, keeps
 
 

@@ -1,0 +1,189 @@
+"""The inputs of one forward pass of syntax-aware attention, and what its
+layers report back (gates and auxiliary losses): an AttentionBatch belongs
+to that call. The wrapping SyntaxAwareTransformer makes one per forward pass
+and makes it the active batch of the calling thread (a context variable)
+while its encoder runs, so no layer builds or copies a mask, and threads
+that share one model never see each other's batches."""
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
+
+import torch
+
+from .attention_paths import DEFAULT_PATHS, AttentionPaths
+from .width_groups import WidthGroup, rows_needing_local
+from .width_groups import width_groups as group_by_width
+
+# A local branch's input: a bool mask or an additive bias for SDPA, or a
+# transform of the scaled dot-product scores into the local logits.
+LocalInput = Union[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]
+
+@dataclass
+class AttentionBatch:
+    """The syntax inputs of one forward pass, and its per-call outputs.
+
+    global_mask: (batch, 1, 1, n_pieces) bool, the keys that are not padding.
+    local_mask: (batch, 1, n_pieces, n_pieces) bool, or None.
+    local_buckets: (batch, n_pieces, n_pieces) tree-distance bucket ids, or None.
+    parent_targets: (batch, n_pieces) the piece each piece's token depends
+        on, IGNORED_TARGET where there is none; or None.
+    record_gates: whether local branches append their gate values to `gates`
+        ((batch, n_pieces) per layer, NaN where the batch has no local input).
+    auxiliary_losses: appended to by supervised heads during the pass.
+    local_rows: with a boolean local mask, the (k,) index of the sequences
+        whose mask hides some key (on the mask's device; empty when none
+        does), which are the only ones whose local branch prediction
+        computes; None: every sequence's (no mask, or more than
+        paths.gather_max_share of the batch need one).
+    width_groups: on the CPU, the sequences whose mask hides some key in
+        groups of similar length (WidthGroup), when computing their local
+        branch group by group, cut to each group's width, spares enough of
+        the work; None otherwise.
+    paths: how the layers compute this pass (AttentionPaths).
+    """
+
+    global_mask: torch.Tensor
+    local_mask: Optional[torch.Tensor] = None
+    local_buckets: Optional[torch.Tensor] = None
+    parent_targets: Optional[torch.Tensor] = None
+    record_gates: bool = False
+    gates: List[torch.Tensor] = field(default_factory=list)
+    auxiliary_losses: List[torch.Tensor] = field(default_factory=list)
+    local_rows: Optional[torch.Tensor] = None
+    width_groups: Optional[Tuple[WidthGroup, ...]] = None
+    paths: AttentionPaths = DEFAULT_PATHS
+    # local_mask as an additive mask, per dtype and for all rows or those of
+    # local_rows: made once per forward pass and shared by the layers (SDPA's
+    # CPU kernel turns a boolean mask into an additive one on every call, at
+    # every layer).
+    _additive_local_masks: Dict[Tuple[torch.dtype, bool], torch.Tensor] = field(default_factory=dict, repr=False)
+    _logit_offsets: Dict[Tuple[torch.dtype, bool], torch.Tensor] = field(default_factory=dict, repr=False)
+    _empty_local_rows: Optional[Tuple[Optional[torch.Tensor]]] = field(default=None, repr=False)
+    _group_masks: Dict[Tuple[torch.dtype, int], torch.Tensor] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_inputs(
+        cls,
+        attention_mask: torch.Tensor,
+        local_mask: Optional[torch.Tensor] = None,
+        local_buckets: Optional[torch.Tensor] = None,
+        parent_targets: Optional[torch.Tensor] = None,
+        record_gates: bool = False,
+        local_restricted: Optional[torch.Tensor] = None,
+        paths: AttentionPaths = DEFAULT_PATHS,
+    ) -> "AttentionBatch":
+        """From the encoder's (batch, n_pieces) padding mask and the batch's
+        (batch, n_pieces, n_pieces) syntax inputs. local_restricted: (batch,)
+        bool, whether local_mask hides some real piece from some real piece
+        of the sequence (SyntaxInputs.locally_restricted, on the CPU);
+        without it, it is read from local_mask here."""
+        real = attention_mask.bool()
+        keys = real[:, None, None, :]
+        # Padding queries attend like global ones: no softmax row is ever
+        # empty, so no NaN can reach the backward pass.
+        local = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
+        if local is None:
+            return cls(keys, local, local_buckets, parent_targets, record_gates, paths=paths)
+        restricted = _restricted_sequences(local, keys, local_restricted)
+        groups = group_by_width(real, restricted, paths) if real.device.type == "cpu" else None
+        return cls(
+            keys, local, local_buckets, parent_targets, record_gates,
+            local_rows=rows_needing_local(restricted, local.device, paths), width_groups=groups, paths=paths,
+        )
+
+    def empty_local_rows(self) -> Optional[torch.Tensor]:
+        """The (batch, 1, n_pieces, 1) rows that see no key locally, or None
+        when there is none (the masks the builders make always show each
+        piece itself). Made once per forward pass for all layers."""
+        if self._empty_local_rows is None:
+            empty_rows = (~self.local_mask).all(-1, keepdim=True)
+            self._empty_local_rows = (empty_rows if bool(empty_rows.any()) else None,)
+        return self._empty_local_rows[0]
+
+    def logit_offsets(self, dtype: torch.dtype, local: bool = False) -> torch.Tensor:
+        """The padding mask (or with `local`, local_mask) as an additive
+        offset of `dtype` to the scores: 0 where visible, -inf where hidden,
+        (batch, 1, 1, n_pieces) (or (batch, 1, n_pieces, n_pieces)). Adding
+        it hides exactly what masked_fill hides, in a fraction of the time on
+        the CPU; made once per forward pass for all layers."""
+        offsets = self._logit_offsets.get((dtype, local))
+        if offsets is None:
+            visible = self.local_mask if local else self.global_mask
+            offsets = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+            offsets.masked_fill_(~visible, float("-inf"))
+            self._logit_offsets[(dtype, local)] = offsets
+        return offsets
+
+    def additive_local_mask(self, dtype: torch.dtype, gathered: bool = False) -> Optional[torch.Tensor]:
+        """local_mask as (batch, 1, n_pieces, n_pieces) of `dtype` (with
+        `gathered`, of the sequences of local_rows only): 0 where visible,
+        the type's minimum where hidden; None when a row sees no key (SDPA
+        gives such a row zeros with a boolean mask, not with an additive
+        one). As every row sees a key, a hidden key's weight is
+        exp(min - visible max) = 0 exactly, as with the boolean mask."""
+        if self.empty_local_rows() is not None:
+            return None
+        mask = self._additive_local_masks.get((dtype, gathered))
+        if mask is None:
+            visible = self.local_mask.index_select(0, self.local_rows) if gathered else self.local_mask
+            mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+            mask.masked_fill_(~visible, torch.finfo(dtype).min)
+            self._additive_local_masks[(dtype, gathered)] = mask
+        return mask
+
+    def group_local_mask(self, dtype: torch.dtype, index: int) -> torch.Tensor:
+        """local_mask of width_groups[index]: its sequences, cut to its
+        width, additive (as additive_local_mask) or, where a row sees no
+        key, boolean. Made once per forward pass for all layers."""
+        mask = self._group_masks.get((dtype, index))
+        if mask is None:
+            group = self.width_groups[index]
+            visible = group.take(self.local_mask)[..., : group.width]
+            if self.empty_local_rows() is None:
+                mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+                mask.masked_fill_(~visible, torch.finfo(dtype).min)
+            else:
+                mask = visible.contiguous()
+            self._group_masks[(dtype, index)] = mask
+        return mask
+
+
+def _restricted_sequences(local: torch.Tensor, keys: torch.Tensor, restricted: Optional[torch.Tensor]) -> torch.Tensor:
+    """(batch,) bool on the CPU: the sequences whose local mask hides a key;
+    `restricted` when given, else read from `local`, the batch's (batch, 1,
+    n, n) local mask."""
+    if restricted is None:
+        # Padding queries see every real key locally, so a sequence's local
+        # mask differs from its padding mask exactly where it hides a real
+        # key from a real query. One reduction per forward pass.
+        restricted = (local != keys).flatten(1).any(1)
+    return restricted.to("cpu", torch.bool)
+
+
+
+# The batch of the forward pass running in this thread (context variables
+# are per thread, and per asyncio task).
+_ACTIVE_BATCH: ContextVar[Optional[AttentionBatch]] = ContextVar("spacy_sla_attention_batch", default=None)
+
+
+@contextmanager
+def attending(batch: AttentionBatch) -> Iterator[AttentionBatch]:
+    """Make `batch` the one the wrapped layers read, for the duration of the
+    block (in this thread only); the previous one is restored afterwards."""
+    token = _ACTIVE_BATCH.set(batch)
+    try:
+        yield batch
+    finally:
+        _ACTIVE_BATCH.reset(token)
+
+
+def active_batch() -> AttentionBatch:
+    batch = _ACTIVE_BATCH.get()
+    if batch is None:
+        raise RuntimeError(
+            "The SLA attention was called outside SyntaxAwareTransformer.forward, "
+            "which provides its masks."
+        )
+    return batch
+

@@ -1,0 +1,330 @@
+"""The attention that replaces a layer's self-attention (through the model
+family's adapter, layers/family_adapters.py).
+
+A wrapped layer keeps its query, key and value projections. With a local
+branch, it attends twice with the same scores: globally (padding hidden) and
+locally (padding hidden, plus the local mask, a learned bias from tree
+distances, or scores rescaled by tree distance), each with its own attention
+dropout, and mixes the two per token (or per token and head) with a learned
+gate,
+
+    g_t = sigmoid(w_g . h_t + b_g),   out_t = g_t * local_t + (1 - g_t) * global_t,
+
+before the layer's usual output projection. A layer may also supervise one
+head's attention with the tokens' syntactic heads (LISA): the cross-entropy
+of that head's attention distribution against the parent pieces is added to
+the batch's auxiliary losses.
+
+In prediction (no dropout, no gradients), a sequence whose boolean local mask
+hides no key gets exactly the global context from its local branch, for any
+gate. Which sequences need a local branch is decided once per forward pass
+(layers/width_groups.py); each layer computes it for those only (gathered,
+one fused call, scattered back, or in groups of similar width), or for none.
+Which of these paths a call takes follows the batch's AttentionPaths.
+"""
+import math
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ..data_classes import IGNORED_TARGET
+from .attention_batch import AttentionBatch, LocalInput, active_batch
+from .attention_paths import AttentionPaths
+from .two_branch import TwoBranchAttention
+
+
+def _first_not_none(first: Optional[torch.Tensor], second: torch.Tensor) -> torch.Tensor:
+    return second if first is None else first
+
+
+def _needs_grad(*tensors: torch.Tensor) -> bool:
+    return any(tensor.requires_grad for tensor in tensors)
+
+
+class SyntaxAwareAttention(nn.Module):
+    """The attention shared by all model families: takes the projected,
+    head-split queries, keys and values and returns the context.
+
+    local: whether the layer has a local branch (and a gate).
+    local_bias: for distance inputs, the module turning buckets (and the
+        layer input) into an additive bias or a transform of the scores
+        (layers/local_bias.py); None for boolean masks. Its `n_gates`, if
+        set, is the number of gates (one per head) instead of one.
+    supervised_head: the head trained to attend to syntactic parents, or None.
+
+    The path of each call follows the active batch's AttentionPaths.
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        n_heads: int,
+        dropout_prob: float,
+        initializer_range: float = 0.02,
+        local: bool = True,
+        local_bias: Optional[nn.Module] = None,
+        supervised_head: Optional[int] = None,
+    ):
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_size = hidden_size // n_heads
+        self.dropout_prob = dropout_prob
+        self.supervised_head = supervised_head
+        self.local_bias = local_bias
+        self.gate = nn.Linear(hidden_size, getattr(local_bias, "n_gates", 1)) if local else None
+        if self.gate is not None:
+            nn.init.normal_(self.gate.weight, std=initializer_range)
+            nn.init.zeros_(self.gate.bias)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.n_heads, self.head_size).transpose(1, 2)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, _, length, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, length, self.n_heads * self.head_size)
+
+    def gate_values(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(batch, n_pieces, n_gates): the weight of the local branch per
+        token (and per head, with one gate per head)."""
+        return torch.sigmoid(self.gate(hidden_states))
+
+    def local_attention_mask(
+        self, batch: AttentionBatch, dtype: torch.dtype, hidden_states: torch.Tensor
+    ) -> Optional[LocalInput]:
+        """The local branch's mask for SDPA (bool, or an additive float bias),
+        a transform of the scores (which needs the materialised path), or
+        None when this batch has no local input."""
+        if self.gate is None:
+            return None
+        if self.local_bias is not None:
+            if batch.local_buckets is None:
+                return None
+            bias = self.local_bias(batch.local_buckets, hidden_states)
+            if not isinstance(bias, torch.Tensor):
+                return bias
+            return bias.to(dtype).masked_fill(~batch.global_mask, torch.finfo(dtype).min)
+        return batch.local_mask
+
+    def attend(
+        self,
+        hidden_states: torch.Tensor,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        output_attentions: bool = False,
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """query, key, value: (batch, heads, n_pieces, head_size). Returns the
+        merged context (batch, n_pieces, hidden) and, with output_attentions,
+        the mixed attention probabilities (batch, heads, n_pieces, n_pieces)."""
+        batch = active_batch()
+        if self.supervised_head is not None and batch.parent_targets is not None and torch.is_grad_enabled():
+            batch.auxiliary_losses.append(self.parent_loss(batch, query, key))
+        local_mask = self.local_attention_mask(batch, query.dtype, hidden_states)
+        dropout = self.dropout_prob if self.training else 0.0
+        transforms_scores = local_mask is not None and not isinstance(local_mask, torch.Tensor)
+        paths = batch.paths
+        if output_attentions or not paths.fused_attention or transforms_scores:
+            context, probs = self._attend_with_probabilities(
+                batch, hidden_states, query, key, value, local_mask, dropout
+            )
+            return context, probs if output_attentions else None
+        if local_mask is None:
+            global_context = F.scaled_dot_product_attention(
+                query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
+            )
+            self._record_unused_gate(batch, hidden_states)
+            return self.merge_heads(global_context), None
+        gate = self._gate(batch, hidden_states)
+        if paths.memory_saving_training and torch.is_grad_enabled() and _needs_grad(query, key, value, gate, local_mask):
+            # Training: one score matrix, and only the scores and the
+            # boolean keep masks kept for backward.
+            if local_mask.dtype == torch.bool:
+                local, empty_rows = batch.logit_offsets(torch.float32, local=True), batch.empty_local_rows()
+            else:
+                local, empty_rows = local_mask, None
+            global_offsets = batch.logit_offsets(query.dtype)
+            context = TwoBranchAttention.apply(query, key, value, gate, global_offsets, local, empty_rows, dropout)
+            return self.merge_heads(context), None
+        may_skip = self._may_skip(paths, local_mask, dropout, query, key, value, gate)
+        rows = batch.local_rows if may_skip else None
+        if self._materialises(paths, query, dropout) and (rows is None or rows.numel() > 0):
+            return self.merge_heads(self._predict_materialised(batch, query, key, value, local_mask, gate)), None
+        # Prediction: two fused kernels (on a GPU, and on the CPU for spans
+        # longer than materialise_up_to, faster than the mixed probabilities
+        # or one call over stacked heads; docs/performance.md).
+        global_context = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
+        )
+        if may_skip and batch.width_groups is not None:
+            mixed = self._mix_by_width(batch, query, key, value, global_context, gate)
+        elif rows is None:
+            if local_mask.dtype == torch.bool:
+                local_mask = _first_not_none(batch.additive_local_mask(query.dtype), local_mask)
+            local_context = F.scaled_dot_product_attention(
+                query, key, value, attn_mask=local_mask, dropout_p=dropout
+            )
+            # g * local + (1 - g) * global in one fused op, before merging heads
+            mixed = torch.lerp(global_context, local_context, gate.to(global_context.dtype))
+        elif rows.numel() == 0:
+            # No sequence's mask hides a key: local = global, whatever the gate.
+            mixed = global_context
+        else:
+            additive = batch.additive_local_mask(query.dtype, gathered=True)
+            local_mask = local_mask.index_select(0, rows) if additive is None else additive
+            local_context = F.scaled_dot_product_attention(
+                query.index_select(0, rows), key.index_select(0, rows), value.index_select(0, rows), attn_mask=local_mask
+            )
+            mixed_rows = torch.lerp(
+                global_context.index_select(0, rows), local_context, gate.index_select(0, rows).to(global_context.dtype)
+            )
+            # the other sequences keep their global context, which is their mix
+            mixed = global_context.index_copy_(0, rows, mixed_rows)
+        return self.merge_heads(mixed), None
+
+    def _materialises(self, paths: AttentionPaths, query: torch.Tensor, dropout: float) -> bool:
+        """Whether prediction mixes the two probability matrices (one score
+        matrix, two softmaxes, one product with V) instead of calling SDPA
+        twice: on the CPU, in float32, without dropout, for at most
+        materialise_up_to pieces, where that is faster (docs/performance.md)."""
+        return (
+            dropout == 0.0
+            and query.device.type == "cpu"
+            and query.dtype == torch.float32
+            and query.shape[-2] <= paths.materialise_up_to
+            and not torch.is_grad_enabled()
+        )
+
+    def _predict_materialised(
+        self,
+        batch: AttentionBatch,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        local_mask: torch.Tensor,
+        gate: torch.Tensor,
+    ) -> torch.Tensor:
+        """The mixed context of every sequence, (batch, heads, n, head_size),
+        from one score matrix: the masks added as offsets, both softmaxes, the
+        probabilities mixed in place (the gate is per query row) and one
+        product with V."""
+        scores = torch.matmul(query * (1.0 / math.sqrt(self.head_size)), key.transpose(-1, -2))
+        scores.add_(batch.logit_offsets(scores.dtype))
+        global_probs = torch.softmax(scores, -1)
+        if local_mask.dtype == torch.bool:
+            offsets, empty_rows = batch.logit_offsets(scores.dtype, local=True), batch.empty_local_rows()
+        else:
+            offsets, empty_rows = local_mask, None
+        local_probs = torch.softmax(scores.add_(offsets), -1)
+        if empty_rows is not None:
+            local_probs.masked_fill_(empty_rows, 0.0)  # SDPA gives such a row zeros
+        return torch.matmul(global_probs.lerp_(local_probs, gate.to(scores.dtype)), value)
+
+    def _may_skip(self, paths: AttentionPaths, local_mask: torch.Tensor, dropout: float, *tensors: torch.Tensor) -> bool:
+        """Whether this prediction call may leave out the local branch of the
+        sequences whose boolean mask hides no key (batch.local_rows) and the
+        padding after a sequence's last real piece (batch.width_groups). A
+        sequence whose mask hides no key gets the global context from its
+        local branch, for any gate, unless each branch draws its own
+        dropout; with gradients (training) every branch is computed as
+        defined. Bias variants are always computed."""
+        return not (
+            not paths.skip_fully_visible
+            or self.local_bias is not None
+            or local_mask.dtype != torch.bool
+            or dropout > 0.0
+            or (torch.is_grad_enabled() and _needs_grad(*tensors))
+        )
+
+    def _mix_by_width(
+        self,
+        batch: AttentionBatch,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        global_context: torch.Tensor,
+        gate: torch.Tensor,
+    ) -> torch.Tensor:
+        """The mixed context, the local branch computed group by group
+        (batch.width_groups), each group's sequences cut to its width: the
+        pieces after a sequence's last real piece are padding, hidden from
+        every query, and their own rows are never read, so they keep the
+        global context. Sequences in no group hide no key: their mix is
+        their global context."""
+        for index, group in enumerate(batch.width_groups):
+            local_context = F.scaled_dot_product_attention(
+                group.take(query), group.take(key), group.take(value), attn_mask=batch.group_local_mask(query.dtype, index)
+            )
+            gate_rows = group.take(gate).to(global_context.dtype)
+            if group.block is not None:
+                group.take(global_context).lerp_(local_context, gate_rows)  # a view: mixed in place
+            else:
+                mixed_rows = torch.lerp(group.take(global_context), local_context, gate_rows)
+                global_context[group.rows, :, : group.width] = mixed_rows
+        return global_context
+
+    def _gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(batch, n_gates, n_pieces, 1): the gate, broadcastable over heads."""
+        gate = self.gate_values(hidden_states)
+        if batch.record_gates:
+            # one value per token: the mean over the heads' gates
+            batch.gates.append(gate.mean(-1).detach().float())
+        return gate.transpose(1, 2)[..., None]
+
+    def _record_unused_gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> None:
+        if batch.record_gates and self.gate is not None:
+            batch.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
+
+    def parent_loss(self, batch: AttentionBatch, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of the supervised head's attention distribution
+        against the parent piece of each piece that has one."""
+        head = self.supervised_head
+        scores = query[:, head] @ key[:, head].transpose(-1, -2) / math.sqrt(self.head_size)
+        scores = scores.float().masked_fill(~batch.global_mask[:, 0], torch.finfo(torch.float32).min)
+        log_probs = scores.log_softmax(-1)
+        targets = batch.parent_targets
+        if (targets == IGNORED_TARGET).all():
+            return log_probs.sum() * 0.0
+        return F.nll_loss(log_probs.flatten(0, 1), targets.flatten(), ignore_index=IGNORED_TARGET)
+
+    def _attend_with_probabilities(
+        self,
+        batch: AttentionBatch,
+        hidden_states: torch.Tensor,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        local_mask: Optional[LocalInput],
+        dropout: float,
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The same computation with the probabilities materialised: one
+        score matrix, a softmax per branch. The gate is per query row, so
+        mixing the probabilities equals mixing the contexts, and one product
+        with the values serves both branches."""
+        scores = (query @ key.transpose(-1, -2)).mul_(1.0 / math.sqrt(self.head_size))
+        # A transform sees the scores before padding is masked (-inf * 0 is NaN).
+        local_scores = None if local_mask is None or isinstance(local_mask, torch.Tensor) else local_mask(scores)
+        scores = scores.masked_fill(~batch.global_mask, float("-inf"))  # every row has a real key
+        probs = scores.softmax(-1)
+        if local_mask is None:
+            self._record_unused_gate(batch, hidden_states)
+            probs = F.dropout(probs, dropout, self.training)
+            return self.merge_heads(probs @ value), probs
+        if local_scores is not None:
+            local_probs = local_scores.masked_fill(~batch.global_mask, float("-inf")).softmax(-1)
+        elif local_mask.dtype == torch.bool:
+            # Normalised by the largest visible score, not the row's: when
+            # every visible score lies far below the row maximum (~87 in
+            # fp32, ~17 in fp16), exponents shifted by the row maximum all
+            # underflow to zero. Every row sees its own piece (padding rows
+            # see every real key), so no row is empty.
+            local_probs = scores.masked_fill(~local_mask, float("-inf")).softmax(-1)
+        else:
+            local_probs = (scores + local_mask).softmax(-1)
+        gate = self._gate(batch, hidden_states).to(probs.dtype)
+        probs = torch.lerp(
+            F.dropout(probs, dropout, self.training), F.dropout(local_probs, dropout, self.training), gate
+        )
+        return self.merge_heads(probs @ value), probs

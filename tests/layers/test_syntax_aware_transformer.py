@@ -1,0 +1,135 @@
+"""SyntaxAwareTransformer: which layers it wraps, what it refuses, its outputs
+(attentions, gradients) and the attention paths it computes by."""
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+
+from spacy_sla.data_classes import ParentAttention
+from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer, computing_by
+from spacy_sla.layers.family_adapters import BertStyleSelfAttention
+
+from .encoders import sla_output
+from util import ENCODER_SIZES as SIZES
+from util import batch_inputs, random_local_mask, tiny_encoder, vanilla_output
+
+
+def test_every_layer_gets_its_own_gate_and_keeps_its_projections():
+    model = tiny_encoder("bert")
+    query_weight = model.encoder.layer[1].attention.self.query.weight
+    sla = SyntaxAwareTransformer(model)
+    assert sla.sla_layers == [0, 1, 2]
+    modules = sla.sla_modules()
+    assert len(modules) == 3
+    assert len({id(m.gate) for m in modules}) == 3
+    assert all(m.gate.weight.shape == (1, 32) and m.gate.bias.shape == (1,) for m in modules)
+    assert sla.transformer.encoder.layer[1].attention.self.query.weight is query_weight
+    assert sla.sla_parameter_names() == [
+        f"transformer.encoder.layer.{i}.attention.self.gate.{p}" for i in range(3) for p in ("weight", "bias")
+    ]
+
+
+def test_sla_layers_picks_a_subset():
+    model = tiny_encoder("bert")
+    original_type = type(model.encoder.layer[1].attention.self)
+    sla = SyntaxAwareTransformer(model, sla_layers=[0, -1])
+    assert sla.sla_layers == [0, 2]
+    layers = sla.transformer.encoder.layer
+    assert isinstance(layers[0].attention.self, BertStyleSelfAttention)
+    assert type(layers[1].attention.self) is original_type
+    assert isinstance(layers[2].attention.self, BertStyleSelfAttention)
+
+
+def test_a_subset_only_changes_its_layers():
+    model = tiny_encoder("bert")
+    input_ids, attention_mask = batch_inputs()
+    diagonal = torch.eye(9, dtype=torch.bool).expand(2, 9, 9)
+    last_only = sla_output(model, input_ids, attention_mask, diagonal, sla_layers=[2])
+    every = sla_output(model, input_ids, attention_mask, diagonal)
+    vanilla = vanilla_output(model, input_ids, attention_mask)
+    assert not torch.allclose(last_only, every, atol=1e-4)
+    assert not torch.allclose(last_only, vanilla, atol=1e-4)
+
+
+@pytest.mark.parametrize("sla_layers", [[3], [-4], [0, 0], ["1"], [True]])
+def test_invalid_layers_are_refused(sla_layers):
+    with pytest.raises(ValueError, match=r"\[E003\]"):
+        SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers)
+
+
+def test_relative_position_attention_is_refused():
+    config = BertConfig(hidden_size=32, position_embedding_type="relative_key", **SIZES)
+    with pytest.raises(ValueError, match=r"\[E009\].*relative_key"):
+        SyntaxAwareTransformer(BertModel(config))
+
+
+def test_output_attentions_returns_mixed_probabilities():
+    model = tiny_encoder("bert")
+    sla = SyntaxAwareTransformer(model).eval()
+    input_ids, attention_mask = batch_inputs()
+    with torch.no_grad():
+        fast = sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state
+        explicit = sla(input_ids, attention_mask, local_mask=random_local_mask(), output_attentions=True)
+    assert torch.allclose(fast, explicit.last_hidden_state, atol=1e-5)
+    assert len(explicit.attentions) == 3
+    assert explicit.attentions[0].shape == (2, 4, 9, 9)
+    # padding keys get no attention
+    assert explicit.attentions[0][1, :, :, 6:].abs().max() == 0
+
+
+def test_gradients_reach_the_gates_and_the_encoder():
+    sla = SyntaxAwareTransformer(tiny_encoder("bert")).train()
+    input_ids, attention_mask = batch_inputs()
+    output = sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state
+    output.sum().backward()
+    gates = [m.gate.weight.grad for m in sla.sla_modules()]
+    assert all(g is not None and g.abs().sum() > 0 for g in gates)
+    assert sla.transformer.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("local", ["mask", "bias", "none"])
+@pytest.mark.parametrize("output_attentions", [False, True])
+def test_the_fused_and_the_shared_exponent_paths_agree(local, output_attentions):
+    """Two fused SDPA calls and the materialised path (one score matrix with a
+    shared exponent, used for output_attentions) compute the same attention."""
+    from spacy_sla.layers.local_bias import DistanceBucketBias
+
+    model = tiny_encoder("bert")
+    bias = (lambda config: DistanceBucketBias(config.num_attention_heads, 5)) if local == "bias" else None
+    sla = SyntaxAwareTransformer(model, local_bias=bias).eval()
+    if local == "bias":
+        for module in sla.sla_modules():
+            torch.nn.init.normal_(module.local_bias.bias, std=2.0)
+    input_ids, attention_mask = batch_inputs()
+    inputs = {"mask": {"local_mask": random_local_mask()}, "bias": {"local_buckets": torch.randint(0, 5, (2, 9, 9))}, "none": {}}[local]
+    outputs = {}
+    for fused in (True, False):
+        sla.attention_paths = AttentionPaths(fused_attention=fused)
+        with torch.no_grad():
+            outputs[fused] = sla(input_ids, attention_mask, **inputs).last_hidden_state
+    real = attention_mask.bool()[..., None]
+    assert torch.allclose(outputs[True] * real, outputs[False] * real, atol=1e-5)
+
+
+def test_computing_by_sets_the_paths_of_every_encoder_within_and_restores_them():
+    inner = SyntaxAwareTransformer(tiny_encoder("bert"), attention_paths=AttentionPaths(materialise_up_to=0))
+    other = SyntaxAwareTransformer(tiny_encoder("bert"))
+    outer = torch.nn.ModuleList([inner, other])
+    training = AttentionPaths(memory_saving_training=False)
+    with computing_by(outer, training):
+        assert inner.attention_paths is training and other.attention_paths is training
+    assert inner.attention_paths == AttentionPaths(materialise_up_to=0) and other.attention_paths == AttentionPaths()
+    with pytest.raises(KeyError):
+        with computing_by(inner, training):
+            raise KeyError("inside")
+    assert inner.attention_paths == AttentionPaths(materialise_up_to=0)
+    with computing_by(tiny_encoder("bert"), training):  # a plain encoder: nothing to set
+        pass
+
+
+def test_invalid_parent_attention_is_refused():
+    with pytest.raises(ValueError, match=r"\[E012\]"):
+        SyntaxAwareTransformer(tiny_encoder("bert"), parent_attention=ParentAttention(layer=5))
+    with pytest.raises(ValueError, match=r"\[E012\]"):
+        SyntaxAwareTransformer(tiny_encoder("bert"), parent_attention=ParentAttention(head=4))
+    middle = SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers=[], parent_attention=ParentAttention())
+    assert middle.parent_attention.layer == 1  # 3 layers
