@@ -529,10 +529,10 @@ def main(
             n_docs=n_docs,
         )
     except OSError as error:
-        # A parser package or model directory that cannot be loaded ([E050], [E005]).
+        # A parser package or model directory that cannot be loaded ([E050], [SLA-E005]).
         msg.fail(f"Could not run the benchmark: {' '.join(str(error).split())}", exits=1)
     except ConversionError as error:
-        # A bad line in --data ([E011] FILE:LINE: ...), found before any measuring.
+        # A bad line in --data ([SLA-E011] FILE:LINE: ...), found before any measuring.
         msg.fail(str(error), exits=1)
     report["ratios"] = ratio_rows(report)
     if "documents" in report:

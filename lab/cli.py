@@ -101,7 +101,7 @@ def _print_and_keep(tables: str, result: Dict[str, Any], output: Optional[Path])
 
 def _conversion_failed(error: Union[ConversionError, OSError], what: str) -> None:
     """Exit with one line for what a conversion expects to go wrong: a bad
-    line of a data file ("[E011] FILE:LINE: ..."), or a file that cannot be
+    line of a data file ("[SLA-E011] FILE:LINE: ..."), or a file that cannot be
     read or written (the OSError names it)."""
     if isinstance(error, ConversionError):
         msg.fail(str(error), exits=1)

@@ -548,7 +548,7 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
 
 def read_records(records_dir: Path) -> List[Dict[str, Any]]:
     """Every run record (seedN.json) under records_dir, in path order. Two
-    records of the same run (task, variant, seed and budget) raise E015:
+    records of the same run (task, variant, seed and budget) raise SLA-E015:
     pairing by seed could only use one of them."""
     records = []
     seen: Dict[Tuple[str, str, int, str], Path] = {}

@@ -582,7 +582,7 @@ def worker_failure(error: Exception) -> AnnotationError:
     AnnotationError it raised (a pipeline or --code file that does not
     load), which Ray passes on only as text; else the error's first line."""
     text = _COLOUR.sub("", str(error))
-    raised = re.findall(r"AnnotationError: (\[E[0-9]+\].*)", text)
+    raised = re.findall(r"AnnotationError: (\[(?:SLA-)?E[0-9]+\].*)", text)
     if raised:
         return AnnotationError(raised[-1].strip())
     first_line = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)

@@ -21,7 +21,7 @@ Anything else (head cycles, which spaCy's parser leaves in Docs that already
 carried a parse, or hand-built Docs) is detected cheaply (pointer jumping
 converges within log2(n) + 2 rounds on a forest, never on a cycle) and
 answered exactly by `GeneralGraph`, a bounded breadth-first search. Every
-loop here has an explicit bound; exceeding it raises [E013] instead of
+loop here has an explicit bound; exceeding it raises [SLA-E013] instead of
 hanging.
 
 A Doc's parse is read and its graph built once for many spans (`DocParses`):
@@ -360,7 +360,7 @@ _MAX_CHECKED_STEPS = 64
 
 class DocParse:
     """A Doc's parse as read once: the HEAD and DEP of every token, whether
-    every token has a label ([E001] otherwise), and the graph, built on
+    every token has a label ([SLA-E001] otherwise), and the graph, built on
     first use."""
 
     def __init__(self, doc_ref: "weakref.ref[Doc]", parse: numpy.ndarray):

@@ -1,10 +1,20 @@
 """Coded errors and warnings, in spaCy's style: every message says how to fix
 the problem, and its code can be searched in the README's troubleshooting
 section."""
-from spacy.errors import ErrorsWithCodes
 
 
-class Warnings(metaclass=ErrorsWithCodes):
+class SLACodes(type):
+    """spaCy's ErrorsWithCodes with a prefix of our own: `Errors.E001` reads
+    "[SLA-E001] ...", which cannot be taken for spaCy's "[E001] ..."."""
+
+    def __getattribute__(cls, code: str) -> str:
+        message = super().__getattribute__(code)
+        if code.startswith("__"):
+            return message
+        return f"[SLA-{code}] {message}"
+
+
+class Warnings(metaclass=SLACodes):
     W001 = (
         "{n_docs} Doc(s) reached the SLA transformer without a dependency "
         "parse; they were processed with global attention only, because "
@@ -38,11 +48,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "config's tokenizer_config sets it, so Python code shipped among the "
         "pipeline's tokenizer files may run now. Do this only for a pipeline "
         "directory you trust as you trust code you install; without it, such "
-        "a tokenizer is refused with [E047]."
+        "a tokenizer is refused with [SLA-E047]."
     )
 
 
-class Errors(metaclass=ErrorsWithCodes):
+class Errors(metaclass=SLACodes):
     E001 = (
         "A Doc without a dependency parse reached the syntax-aware local "
         "attention (mask: {mask}; {doc}). The SLA masks are computed from "
@@ -215,7 +225,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "trained pipeline with `replace_listeners`), or remove it from the "
         "config and let init-config source a trained parser with `--parser`. "
         "A second parser after the transformer would parse Docs that carry a "
-        "parse already, which spaCy's parser does not do reliably (W003)."
+        "parse already, which spaCy's parser does not do reliably (SLA-W003)."
     )
     E036 = (
         "No run scored {key} on the dev set {dev}: every model reported None, "

@@ -233,7 +233,7 @@ def _count_pieces(
     """Add the wordpiece counts, from the masks the component would build."""
     n_pieces = pairs = visible_pairs = full = 0
     share_sum = 0.0
-    warned: set = set()  # W003 (a parse that is not a forest) once, not once per batch
+    warned: set = set()  # SLA-W003 (a parse that is not a forest) once, not once per batch
     for start in range(0, len(spans), batch_size):
         batch = spans[start : start + batch_size]
         wordpieces, align = tokenize_spans(tokenizer, batch)

@@ -46,7 +46,7 @@ MaskBuilder = Callable[[DocLike], BoolArray]
 
 class MissingParseError(ValueError):
     """Raised by a mask builder for a Doc without a (complete) dependency
-    parse. Made with for_builder, it carries [E001], whose hint names the
+    parse. Made with for_builder, it carries [SLA-E001], whose hint names the
     component the parser must run before and the Doc (in_component fills in
     the name the pipeline actually uses and the Doc's place in the batch)."""
 

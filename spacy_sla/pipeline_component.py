@@ -178,7 +178,7 @@ class SLATransformer(Transformer):
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
         """spacy-transformers' pipe, with spaCy's error handler
         (`nlp.set_error_handler`): a batch that fails is handed to it, and a
-        Doc without a parse ([E001], which names its place in the stream) is
+        Doc without a parse ([SLA-E001], which names its place in the stream) is
         handed to it alone, the other Docs of its batch being processed. As
         in spaCy's own components, the Docs handed to the handler are not
         yielded; the default handler raises."""

@@ -282,10 +282,10 @@ def build_syntax_inputs(
             spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse, piece_strings, whole_doc_masks
         )
         n_non_forest = batch.non_forest_docs()
-    if n_non_forest and (warned is None or "W003" not in warned):
+    if n_non_forest and (warned is None or "SLA-W003" not in warned):
         warnings.warn(Warnings.W003.format(n_docs=n_non_forest))
         if warned is not None:
-            warned.add("W003")
+            warned.add("SLA-W003")
     return inputs
 
 

@@ -329,5 +329,5 @@ def test_a_pipeline_that_fails_to_load_on_ray_is_one_coded_line(ray_instance, tm
                                  "--ray", "--workers", "1"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     said = " ".join(result.output.split())
-    assert f"[E083] Could not load the pipeline {pipeline}: [E002] Can't find factory for 'no_such'" in said
+    assert f"[SLA-E083] Could not load the pipeline {pipeline}: [E002] Can't find factory for 'no_such'" in said
     assert not list((tmp_path / "out").glob("shard-*"))

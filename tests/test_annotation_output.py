@@ -69,7 +69,7 @@ def test_a_pipeline_replaced_at_its_path_is_not_resumed(pipeline, tmp_path):
     kept = contents(output)
     shutil.rmtree(pipeline)
     save_rule_pipeline(pipeline, ["London", "Paris"])
-    with pytest.raises(AnnotationError, match=r"\[E077\].*another version of the pipeline.*entity_ruler/patterns"
+    with pytest.raises(AnnotationError, match=r"\[SLA-E077\].*another version of the pipeline.*entity_ruler/patterns"
                                               r".*--overwrite"):
         run(pipeline, input_path, output, shard_size=3)
     assert contents(output) == kept
@@ -109,7 +109,7 @@ def test_an_input_at_an_output_name_is_refused(pipeline, tmp_path):
     input_path = write_input(output / "shard-00000.jsonl")
     input_bytes = input_path.read_bytes()
     for overwrite in (False, True):
-        with pytest.raises(AnnotationError, match=r"\[E078\].*shard-00000\.jsonl"):
+        with pytest.raises(AnnotationError, match=r"\[SLA-E078\].*shard-00000\.jsonl"):
             run(pipeline, input_path, output, overwrite=overwrite, shard_size=3)
     assert sorted(path.name for path in output.iterdir()) == ["shard-00000.jsonl"]
     assert input_path.read_bytes() == input_bytes
@@ -119,7 +119,7 @@ def test_an_input_linked_into_the_output_directory_is_refused(pipeline, tmp_path
     input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
     output.mkdir()
     (output / "shard-00000.jsonl").symlink_to(input_path)
-    with pytest.raises(AnnotationError, match=r"\[E078\]"):
+    with pytest.raises(AnnotationError, match=r"\[SLA-E078\]"):
         run(pipeline, input_path, output, overwrite=True, shard_size=3)
     assert input_path.read_text(encoding="utf8").startswith(TEXTS[0])
 
@@ -129,7 +129,7 @@ def test_a_file_at_an_output_name_that_annotate_did_not_write_is_refused(pipelin
     output.mkdir()
     (output / "shard-00001.jsonl").write_text("someone else's", encoding="utf8")
     for overwrite in (False, True):
-        with pytest.raises(AnnotationError, match=r"\[E079\].*shard-00001\.jsonl.*also by --overwrite"):
+        with pytest.raises(AnnotationError, match=r"\[SLA-E079\].*shard-00001\.jsonl.*also by --overwrite"):
             run(pipeline, input_path, output, overwrite=overwrite, shard_size=3)
     assert (output / "shard-00001.jsonl").read_text(encoding="utf8") == "someone else's"
     assert not list(output.glob("shard-00000*"))
@@ -140,7 +140,7 @@ def test_a_damaged_manifest_is_refused(pipeline, tmp_path):
     output.mkdir()
     for damaged in ("{not json", "[1, 2]", '{"n_shards": "3", "output_format": "jsonl"}'):
         (output / MANIFEST).write_text(damaged, encoding="utf8")
-        with pytest.raises(AnnotationError, match=r"\[E082\]"):
+        with pytest.raises(AnnotationError, match=r"\[SLA-E082\]"):
             run(pipeline, input_path, output, overwrite=True)
         assert (output / MANIFEST).read_text(encoding="utf8") == damaged
 
@@ -154,19 +154,19 @@ def test_an_output_directory_that_is_a_file_is_refused(pipeline, tmp_path):
     output.write_text("keep me", encoding="utf8")
     result = cli(str(pipeline), str(input_path), str(output))
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
-    assert "[E076]" in result.output and "it is a file" in " ".join(result.output.split())
+    assert "[SLA-E076]" in result.output and "it is a file" in " ".join(result.output.split())
     assert output.read_text(encoding="utf8") == "keep me"
     result = cli(str(pipeline), str(input_path), str(output / "below"))
-    assert result.exit_code == 1 and "[E076]" in result.output and "a folder above it is a file" in result.output
+    assert result.exit_code == 1 and "[SLA-E076]" in result.output and "a folder above it is a file" in result.output
 
 
 @pytest.mark.parametrize("problem,code", [
-    ("input is a directory", "E080"),
-    ("input is not a DocBin", "E080"),
-    ("code file is missing", "E080"),
-    ("pipeline has no config", "E081"),
-    ("pipeline is a file", "E081"),
-    ("pipeline does not load", "E083"),
+    ("input is a directory", "SLA-E080"),
+    ("input is not a DocBin", "SLA-E080"),
+    ("code file is missing", "SLA-E080"),
+    ("pipeline has no config", "SLA-E081"),
+    ("pipeline is a file", "SLA-E081"),
+    ("pipeline does not load", "SLA-E083"),
 ])
 def test_bad_paths_are_refused_before_anything_is_written(pipeline, tmp_path, problem, code):
     input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
@@ -188,7 +188,7 @@ def test_bad_paths_are_refused_before_anything_is_written(pipeline, tmp_path, pr
                                              encoding="utf8")
     with pytest.raises(AnnotationError, match=rf"\[{code}\]"):
         run(pipeline, input_path, output, **options)
-    if code == "E083":  # found when the pipeline loads, after the manifest: no shard was written
+    if code == "SLA-E083":  # found when the pipeline loads, after the manifest: no shard was written
         assert sorted(path.name for path in output.iterdir()) == [MANIFEST]
     else:
         assert not output.exists()
@@ -206,7 +206,7 @@ def test_a_pipeline_package_is_fingerprinted_without_its_bytecode():
 def test_a_code_file_that_fails_to_import_is_named(pipeline, tmp_path):
     code = tmp_path / "components.py"
     code.write_text("raise RuntimeError('broken on purpose')\n", encoding="utf8")
-    with pytest.raises(AnnotationError, match=rf"\[E083\].*--code file {code} failed to import "
+    with pytest.raises(AnnotationError, match=rf"\[SLA-E083\].*--code file {code} failed to import "
                                               r"\(RuntimeError: broken on purpose\)"):
         run(pipeline, write_input(tmp_path / "input.txt"), tmp_path / "out", code_path=str(code))
 
@@ -215,8 +215,8 @@ def test_a_ray_workers_coded_error_reaches_the_driver_in_one_line():
     raised_in_worker = Exception(
         "The actor died because of an error raised in its creation task, \x1b[36mray::MapWorker()\x1b[39m\n"
         "ValueError: [E002] Can't find factory\n\nThe above exception was the direct cause of ...\n"
-        "spacy_sla.annotation.AnnotationError: [E083] Could not load the pipeline /p: [E002] Can't find factory.\n")
-    assert str(worker_failure(raised_in_worker)) == "[E083] Could not load the pipeline /p: [E002] Can't find factory."
+        "spacy_sla.annotation.AnnotationError: [SLA-E083] Could not load the pipeline /p: [E002] Can't find factory.\n")
+    assert str(worker_failure(raised_in_worker)) == "[SLA-E083] Could not load the pipeline /p: [E002] Can't find factory."
     died = Exception("\x1b[36mThe worker died unexpectedly\x1b[39m (out of memory)\nmore lines")
     assert str(worker_failure(died)).startswith(
-        "[E084] Annotating on Ray stopped: a worker failed (The worker died unexpectedly (out of memory)).")
+        "[SLA-E084] Annotating on Ray stopped: a worker failed (The worker died unexpectedly (out of memory)).")

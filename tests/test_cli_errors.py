@@ -1,5 +1,5 @@
 """Every expected failure of a `spacy sla` command ends in one message and
-exit code 1, never a traceback: bad data lines ([E011]), unreadable files,
+exit code 1, never a traceback: bad data lines ([SLA-E011]), unreadable files,
 damaged or mismatched saved pipelines, and bad benchmark settings (refused
 before anything is measured)."""
 import os
@@ -64,7 +64,7 @@ def test_annotate_with_a_missing_pipeline_fails_in_one_line_before_writing(tmp_p
     # a directory that holds no pipeline: refused before the output directory is made
     (tmp_path / "empty").mkdir()
     failed(cli("annotate", tmp_path / "empty", texts, output_dir),
-           f"[E081] {tmp_path / 'empty'} is not a trained spaCy pipeline: it has no config.cfg and no meta.json")
+           f"[SLA-E081] {tmp_path / 'empty'} is not a trained spaCy pipeline: it has no config.cfg and no meta.json")
     assert not output_dir.exists()
 
 
@@ -74,7 +74,7 @@ def test_annotate_with_a_missing_pipeline_fails_in_one_line_before_writing(tmp_p
 @pytest.fixture(scope="module")
 def broken_pipelines(tiny_bert: Path, tmp_path_factory) -> Dict[str, Path]:
     """A saved SLA pipeline and copies of it with a truncated weight file,
-    the weights of a pipeline with other sla_layers ([E006]) and a config
+    the weights of a pipeline with other sla_layers ([SLA-E006]) and a config
     that is not UTF-8."""
     root = tmp_path_factory.mktemp("broken")
     sla_nlp(tiny_bert).to_disk(root / "good")
@@ -94,7 +94,7 @@ def test_info_of_damaged_or_mismatched_pipelines_fails_in_one_line(broken_pipeli
     truncated, mismatched, not_utf8 = (broken_pipelines[name] for name in ("truncated", "mismatched", "not_utf8"))
     failed(cli("info", truncated), f"Could not load the pipeline '{truncated}'", "Unpack failed",
            "truncated or damaged")
-    output = failed(cli("info", mismatched), f"Could not load the pipeline '{mismatched}': [E006]",
+    output = failed(cli("info", mismatched), f"Could not load the pipeline '{mismatched}': [SLA-E006]",
                     "transformer.encoder.layer.1.attention.self.gate.weight")
     assert "truncated or damaged" not in output  # a coded error says itself what to do
     failed(cli("info", not_utf8), f"{not_utf8 / 'config.cfg'} is not valid UTF-8", "save it as UTF-8")
@@ -106,7 +106,7 @@ def test_mask_and_gates_load_pipelines_the_same_way(broken_pipelines: Dict[str, 
     failed(cli("mask", truncated, "The cat sat.", "--output", tmp_path / "mask.html"), "Could not load the pipeline", "Unpack failed")
     corpus = tmp_path / "texts.spacy"
     DocBin(docs=[spacy.blank("en")("The cat sat.")]).to_disk(corpus)
-    failed(cli("gates", broken_pipelines["mismatched"], corpus, "--output", tmp_path / "gates.png"), "[E006]")
+    failed(cli("gates", broken_pipelines["mismatched"], corpus, "--output", tmp_path / "gates.png"), "[SLA-E006]")
     # A truncated .spacy file is refused with its name.
     damaged = tmp_path / "damaged.spacy"
     damaged.write_bytes(corpus.read_bytes()[:20])

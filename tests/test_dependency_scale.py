@@ -110,9 +110,9 @@ def test_the_builder_comes_from_the_registry_and_checks_its_arguments():
     defaults = DependencyScaleDistances()
     # the authors' search depth, threshold bias and punctuation rule
     assert (defaults.max_distance, defaults.initial_threshold, defaults.punct_rule) == (19, 5.0, "authors")
-    with pytest.raises(ValueError, match=r"\[E007\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E007\]"):
         DependencyScaleDistances(max_distance=-1)
-    with pytest.raises(ValueError, match=r"\[E014\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E014\]"):
         DependencyScaleDistances(punct_rule="some")
 
 

@@ -81,7 +81,7 @@ def test_training_runs_through_the_guard_and_warns_once(nlp_with_ner):
         warnings.simplefilter("always")
         losses = nlp_with_ner.update(examples())
         nlp_with_ner.update(examples())
-    assert [str(w.message)[:6] for w in caught if "W004" in str(w.message)] == ["[W004]"]
+    assert [str(w.message)[:10] for w in caught if "SLA-W004" in str(w.message)] == ["[SLA-W004]"]
     assert nlp_with_ner.get_pipe("sla_entity_guard").n_hidden == 4
     assert set(losses) == {"ner"} and losses["ner"] > 0
     with pytest.raises(ValueError, match="E024"):

@@ -1,5 +1,6 @@
-"""The coded errors and warnings: every message carries its code and
-formats with the fields it names."""
+"""The coded errors and warnings: every message carries its code, prefixed
+so that it cannot be taken for one of spaCy's, and formats with the fields it
+names."""
 import string
 from typing import List
 
@@ -28,7 +29,14 @@ def test_there_are_errors_and_warnings():
 @pytest.mark.parametrize("table,code", ALL, ids=[code for _, code in ALL])
 def test_each_message_formats_with_its_fields_and_shows_its_code(table, code):
     message = getattr(table, code)
-    assert message.startswith(f"[{code}] ")
+    assert message.startswith(f"[SLA-{code}] ")
     formatted = message.format(**{name: f"<{name}>" for name in fields(message)})
     for name in fields(message):
         assert f"<{name}>" in formatted
+
+
+def test_a_code_of_ours_never_reads_as_spacys():
+    from spacy.errors import Errors as SpacyErrors
+
+    assert SpacyErrors.E024.startswith("[E024] ") and Errors.E024.startswith("[SLA-E024] ")
+    assert all(not getattr(table, code).startswith(f"[{code}]") for table, code in ALL)

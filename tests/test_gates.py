@@ -57,7 +57,7 @@ def test_gates_of_a_subset_of_layers_and_of_long_docs(tiny_bert):
 def test_unparsed_docs_still_get_gates_under_the_global_policy(tiny_bert):
     # their local mask hides nothing, so the gate mixes two equal branches
     nlp = gate_nlp(tiny_bert, True, on_missing_parse="global")
-    with pytest.warns(UserWarning, match="W001"):
+    with pytest.warns(UserWarning, match="SLA-W001"):
         doc = nlp("no parse here")
     assert doc._.sla_gates.shape == (2, 3) and ((doc._.sla_gates > 0) & (doc._.sla_gates < 1)).all()
 

@@ -138,17 +138,17 @@ def test_token_level_leaves_out_whitespace_and_shows_punctuation_tokens():
 def test_errors():
     doc = parsed_doc(english_vocab(), "She ran .".split(), [1, 1, 1], ["nsubj", "ROOT", "punct"])
     distances = spacy.registry.misc.get("spacy-sla.tree_distance_bias.v1")()
-    with pytest.raises(ValueError, match=r"\[E024\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E024\]"):
         mask_statistics([doc], distances)
-    with pytest.raises(ValueError, match=r"\[E025\].*level 'words'"):
+    with pytest.raises(ValueError, match=r"\[SLA-E025\].*level 'words'"):
         mask_statistics([doc], make_mask("sla", 1), level="words")
-    with pytest.raises(ValueError, match=r"\[E025\].*mask 'tree'"):
+    with pytest.raises(ValueError, match=r"\[SLA-E025\].*mask 'tree'"):
         make_mask("tree", 1)
     unparsed = spacy.blank("en")("She ran .")
-    with pytest.raises(ValueError, match=r"\[E022\] 1 Doc\(s\) have no dependency parse"):
+    with pytest.raises(ValueError, match=r"\[SLA-E022\] 1 Doc\(s\) have no dependency parse"):
         parse_missing([doc, unparsed], None)
     assert parse_missing([doc], None) == [doc]  # parsed Docs need no parser
-    with pytest.raises(ValueError, match=r"\[E023\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E023\]"):
         parser_components(spacy.blank("en"))
 
 
@@ -189,7 +189,7 @@ def test_mask_stats_cli_needs_a_parser_for_unparsed_docs(tmp_path: Path):
     DocBin(docs=[spacy.blank("en")("She ran.")]).to_disk(data)
     result = runner.invoke(app, ["sla", "mask-stats", str(data)])
     assert result.exit_code == 1
-    assert "[E022]" in result.output
+    assert "[SLA-E022]" in result.output
 
 
 @pytest.mark.slow

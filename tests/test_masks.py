@@ -95,7 +95,7 @@ def test_empty_span_and_empty_doc():
 
 def test_missing_parse_raises_a_coded_error():
     unparsed = Doc(english_vocab(), words=["no", "parse", "here"])
-    with pytest.raises(MissingParseError, match=r"\[E001\].*annotating_components"):
+    with pytest.raises(MissingParseError, match=r"\[SLA-E001\].*annotating_components"):
         SyntaxMask()(unparsed)
     # the window mask needs no parse
     assert WindowMask(window=1)(unparsed).sum() == 7
@@ -111,7 +111,7 @@ def test_window_mask_by_hand():
 @pytest.mark.parametrize("builder,arg", [(SyntaxMask, "threshold"), (WindowMask, "window")])
 @pytest.mark.parametrize("value", [-1, 1.5, True])
 def test_invalid_sizes_are_refused(builder, arg, value):
-    with pytest.raises(ValueError, match=r"\[E007\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E007\]"):
         builder(**{arg: value})
 
 
@@ -147,7 +147,7 @@ def test_builders_come_from_the_registry():
 
 
 def test_an_unknown_punctuation_rule_is_refused():
-    with pytest.raises(ValueError, match=r"\[E014\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E014\]"):
         SyntaxMask(punct_rule="unicode")
 
 

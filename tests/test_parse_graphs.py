@@ -78,7 +78,7 @@ def test_a_forest_is_told_apart_from_a_cycle():
 
 
 def test_tree_roots_refuses_a_cycle_with_a_coded_error():
-    with finishes_within(5), pytest.raises(ValueError, match=r"\[E013\]"):
+    with finishes_within(5), pytest.raises(ValueError, match=r"\[SLA-E013\]"):
         tree_roots(numpy.array([1, 2, 0, -1]))
 
 
@@ -152,7 +152,7 @@ def test_a_non_forest_parse_warns_once_per_component(tiny_bert):
         nlp(cyclic_doc())
         nlp(the_cat_sat(english_vocab()))
         other(cyclic_doc())
-    w003 = [w for w in caught if "[W003]" in str(w.message)]
+    w003 = [w for w in caught if "[SLA-W003]" in str(w.message)]
     assert len(w003) == 2
     assert "parsed before reaching a pipeline that parses them again" in str(w003[0].message)
 
@@ -176,7 +176,7 @@ def test_reparsing_parsed_docs_finishes_with_the_warning(tiny_bert, tmp_path):
     assert len(annotated) == 60 and all(doc._.trf_data is not None for doc in annotated)
     n_cyclic = sum(not doc_trees(doc).is_forest for doc in annotated)
     assert n_cyclic > 0  # the parser did leave cycles: the test covers the report
-    assert sum("[W003]" in str(w.message) for w in caught) == 1
+    assert sum("[SLA-W003]" in str(w.message) for w in caught) == 1
 
     # and `spacy apply` on a .spacy file of parsed Docs finishes
     model_dir, input_path, output_path = tmp_path / "model", tmp_path / "in.spacy", tmp_path / "out.spacy"
@@ -204,7 +204,7 @@ def test_a_partial_parse_is_refused_by_every_parse_builder():
     doc = partially_parsed_doc()
     assert doc.has_annotation("DEP")  # what used to let it through
     for builder in (SyntaxMask(), AncestorMask(), TreeDistanceBuckets()):
-        with pytest.raises(MissingParseError, match=r"\[E001\]"):
+        with pytest.raises(MissingParseError, match=r"\[SLA-E001\]"):
             builder(doc)
 
 
@@ -219,10 +219,10 @@ def test_the_missing_parse_hint_names_the_component(tiny_bert):
 
 
 def test_a_partial_parse_follows_on_missing_parse(tiny_bert):
-    with pytest.raises(MissingParseError, match=r"\[E001\]"):
+    with pytest.raises(MissingParseError, match=r"\[SLA-E001\]"):
         sla_nlp(tiny_bert)(partially_parsed_doc())
     nlp = sla_nlp(tiny_bert, on_missing_parse="global")
-    with pytest.warns(UserWarning, match=r"\[W001\]"):
+    with pytest.warns(UserWarning, match=r"\[SLA-W001\]"):
         doc = nlp(partially_parsed_doc())
     # global attention: every real piece sees every piece
     (mask,) = nlp.get_pipe("sla_transformer").model.syntax_inputs(

@@ -122,7 +122,7 @@ def test_local_masks_follow_the_model_spans(tiny_bert):
 
 def test_unparsed_docs_get_a_coded_error(tiny_bert):
     nlp = sla_nlp(tiny_bert)
-    with pytest.raises(ValueError, match=r"\[E001\].*parser.*annotating_components"):
+    with pytest.raises(ValueError, match=r"\[SLA-E001\].*parser.*annotating_components"):
         nlp("This text has no parse.")
 
 
@@ -130,7 +130,7 @@ def test_e001_in_pipe_names_the_doc_by_its_place_in_the_stream_and_its_text(tiny
     nlp = sla_nlp(tiny_bert)
     vocab = nlp.vocab
     docs = [the_cat_sat(vocab), the_cat_sat(vocab), Doc(vocab, words="Nobody parsed this one".split())]
-    with pytest.raises(ValueError, match=r"\[E001\].*Doc 2 of the stream given to pipe, counting from 0, text 'Nobody parsed this one"):
+    with pytest.raises(ValueError, match=r"\[SLA-E001\].*Doc 2 of the stream given to pipe, counting from 0, text 'Nobody parsed this one"):
         list(nlp.pipe(docs, batch_size=2))
 
 
@@ -145,13 +145,13 @@ def test_pipe_hands_an_unparsed_doc_to_the_error_handler_and_processes_the_other
     assert all(doc._.trf_data.tensors[0].shape[0] > 0 for doc in processed)
     ((name, texts, error),) = handled
     assert (name, texts) == ("sla_transformer", [unparsed.text])
-    assert error.startswith("[E001]") and "Doc 1 of the stream" in error
+    assert error.startswith("[SLA-E001]") and "Doc 1 of the stream" in error
 
 
 def test_unparsed_docs_fall_back_to_global_attention_when_asked(tiny_bert):
     nlp = sla_nlp(tiny_bert, on_missing_parse="global", **HIDE_MOST)
     plain = plain_nlp(tiny_bert)
-    with pytest.warns(UserWarning, match=r"\[W001\]"):
+    with pytest.warns(UserWarning, match=r"\[SLA-W001\]"):
         doc = nlp("the cat sat on the mat")
     expected = plain("the cat sat on the mat")
     numpy.testing.assert_allclose(trf_output(doc), trf_output(expected), atol=2e-5)
@@ -223,12 +223,12 @@ def test_a_missing_local_model_directory_gets_a_coded_error(name, tmp_path, monk
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
     missing = str((tmp_path / "work" / name).resolve())
-    with pytest.raises(OSError, match=rf"\[E005\] Could not load the transformer '{re.escape(name)}': "
+    with pytest.raises(OSError, match=rf"\[SLA-E005\] Could not load the transformer '{re.escape(name)}': "
                                       rf"the local directory {re.escape(missing)} does not exist"):
         sla_nlp(name)
 
 
 def test_a_hub_name_that_cannot_be_reached_says_no_local_directory_has_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(OSError, match=r"\[E005\].*nor is there a local directory .*no-such-org/no-such-model"):
+    with pytest.raises(OSError, match=r"\[SLA-E005\].*nor is there a local directory .*no-such-org/no-such-model"):
         sla_nlp("no-such-org/no-such-model")

@@ -39,14 +39,14 @@ def test_a_v2_pipeline_with_every_variant_computes_what_it_computed():
     hidden = doc._.trf_data.model_output.last_hidden_state
     assert numpy.allclose(hidden, numpy.load(DATA / "v2-softbias-sgnet-lisa-hidden.npy"), atol=1e-5)
     # its saved on_missing_parse ("global") applies to an unparsed Doc
-    with pytest.warns(UserWarning, match=r"\[W001\]"):
+    with pytest.warns(UserWarning, match=r"\[SLA-W001\]"):
         nlp("no parse here")
 
 
 def test_a_load_time_setting_wins_over_the_saved_one():
     overrides = {"components": {"transformer": {"model": {"on_missing_parse": "error"}}}}
     nlp = spacy.load(DATA / "v2-softbias-sgnet-lisa", config=overrides)
-    with pytest.raises(MissingParseError, match=r"\[E001\]"):
+    with pytest.raises(MissingParseError, match=r"\[SLA-E001\]"):
         nlp("no parse here")
     nlp = spacy.load(DATA / "sla-v1", config={"components": {"transformer": {"store_gates": False}}})
     with warnings.catch_warnings():

@@ -64,10 +64,10 @@ def test_a_pipeline_with_other_sla_layers_is_refused_not_silently_dropped(tiny_b
     nlp = trained_sla_nlp(tiny_bert, sla_layers=[1])
     nlp.to_disk(tmp_path / "one-layer")
     all_layers = {"components": {"sla_transformer": {"model": {"sla_layers": None}}}}
-    with pytest.raises(ValueError, match=r"\[E006\].*missing.*layer\.0\.attention\.self\.gate\.weight.*not have: none"):
+    with pytest.raises(ValueError, match=r"\[SLA-E006\].*missing.*layer\.0\.attention\.self\.gate\.weight.*not have: none"):
         spacy.load(tmp_path / "one-layer", config=all_layers)
     other_layer = {"components": {"sla_transformer": {"model": {"sla_layers": [0]}}}}
-    with pytest.raises(ValueError, match=r"\[E006\].*layer\.0.*not have: .*layer\.1\.attention\.self\.gate"):
+    with pytest.raises(ValueError, match=r"\[SLA-E006\].*layer\.0.*not have: .*layer\.1\.attention\.self\.gate"):
         spacy.load(tmp_path / "one-layer", config=other_layer)
 
 
@@ -86,7 +86,7 @@ def test_the_non_strict_fallback_of_spacy_transformers_never_drops_gates(tiny_be
     shim = nlp.get_pipe("sla_transformer").model.layers[0].shims[0]
     gate_key = "transformer.encoder.layer.0.attention.self.gate.weight"
     without_gate = rewrite_saved_state(shim.to_bytes(), lambda state: state.pop(gate_key))
-    with pytest.raises(ValueError, match=r"\[E006\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E006\]"):
         shim.from_bytes(without_gate)
     # a harmless extra key takes spacy-transformers' non-strict path; the
     # gates must still be loaded
@@ -167,12 +167,12 @@ def test_on_missing_parse_given_when_loading_is_in_effect(tiny_bert, tmp_path):
     saved_pipeline(tiny_bert, tmp_path / "error", on_missing_parse="error")
     relaxed = load_with(tmp_path / "error", model={"on_missing_parse": "global"})
     assert relaxed.get_pipe("sla_transformer").model.settings.on_missing_parse == "global"
-    with pytest.warns(UserWarning, match=r"\[W001\]"):
+    with pytest.warns(UserWarning, match=r"\[SLA-W001\]"):
         doc = relaxed(UNPARSED_TEXT)
     assert doc._.trf_data.align.lengths.shape == (3,)
     saved_pipeline(tiny_bert, tmp_path / "global", on_missing_parse="global")
     strict = load_with(tmp_path / "global", model={"on_missing_parse": "error"})
-    with pytest.raises(ValueError, match=r"\[E001\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E001\]"):
         strict(UNPARSED_TEXT)
 
 
@@ -251,5 +251,5 @@ def test_a_pipeline_saved_with_settings_in_the_attrs_loads_with_the_config_in_ef
     doc = loaded(the_cat_sat(loaded.vocab))
     assert doc._.sla_gates is None  # the old record_gates attr is ignored
     numpy.testing.assert_allclose(trf_output(doc), trf_output(nlp(the_cat_sat(nlp.vocab))), atol=1e-6)
-    with pytest.warns(UserWarning, match=r"\[W001\]"):
+    with pytest.warns(UserWarning, match=r"\[SLA-W001\]"):
         loaded(UNPARSED_TEXT)

@@ -122,23 +122,23 @@ def test_docs_are_numbered_like_the_alignment(model):
 
 def test_missing_parse_policy(model):
     unparsed = Doc(english_vocab(), words=["cat", "sat", "down"])
-    with pytest.raises(MissingParseError, match=r"\[E001\]"):
+    with pytest.raises(MissingParseError, match=r"\[SLA-E001\]"):
         local_mask(model, [unparsed[:]], SyntaxMask())
-    with pytest.warns(UserWarning, match=r"\[W001\]"):
+    with pytest.warns(UserWarning, match=r"\[SLA-W001\]"):
         _, mask = local_mask(model, [unparsed[:]], SyntaxMask(), on_missing_parse="global")
     assert mask.local_matrices()[0].all()
 
 
 def test_a_builder_with_a_wrong_result_is_refused(model):
     doc = parsed_doc(english_vocab(), ["cat", "sat"], [1, 1])
-    with pytest.raises(ValueError, match=r"\[E008\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E008\]"):
         local_mask(model, [doc[:]], lambda span: numpy.ones((3, 3), dtype=bool))
-    with pytest.raises(ValueError, match=r"\[E008\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E008\]"):
         local_mask(model, [doc[:]], lambda span: numpy.ones((2, 2), dtype=int))
 
 
 def test_invalid_policy_is_refused(tiny_bert):
-    with pytest.raises(ValueError, match=r"\[E004\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E004\]"):
         sla_nlp(tiny_bert, on_missing_parse="ignore")
 
 
@@ -168,6 +168,6 @@ def test_whole_docs_batched_give_the_inputs_of_the_span_by_span_path(model, punc
         codes = sorted(str(warning.message)[:6] for warning in warned)
         results.append((inputs.local_mask, codes))
     (batched, batched_codes), (span_by_span, span_codes) = results
-    assert batched_codes == span_codes == ["[W001]", "[W003]"]
+    assert batched_codes == span_codes == ["[SLA-W001]", "[SLA-W003]"]
     assert batched.shape == span_by_span.shape and (batched == span_by_span).all()
     assert not batched[0].all()  # the short sentence's mask hides something at threshold 1

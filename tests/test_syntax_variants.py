@@ -185,9 +185,9 @@ def test_bucket_and_guide_inputs_at_wordpiece_level(model):
 def test_unparsed_docs_get_neutral_inputs_under_the_global_policy(model):
     unparsed = Doc(english_vocab(), words=["cat", "sat"])
     builders = dict(local=TreeDistanceBuckets(max_distance=2), guide=AncestorMask(), parents=True)
-    with pytest.raises(ValueError, match=r"\[E001\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E001\]"):
         syntax_inputs(model, [unparsed], **builders)
-    with pytest.warns(UserWarning, match=r"\[W001\] 1 Doc"):
+    with pytest.warns(UserWarning, match=r"\[SLA-W001\] 1 Doc"):
         _, inputs = syntax_inputs(model, [unparsed], on_missing_parse="global", **builders)
     assert (inputs.local_buckets == TreeDistanceBuckets(max_distance=2).n_buckets - 1).all()
     assert inputs.guide_mask.all()

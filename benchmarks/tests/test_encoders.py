@@ -142,7 +142,7 @@ def test_jsonl_documents_are_read_unchanged_as_annotate_reads_them(tmp_path):
 def test_a_bad_jsonl_line_stops_the_benchmark_with_its_line(tmp_path):
     path = tmp_path / "docs.jsonl"
     path.write_text(json.dumps({"text": "Fine."}) + "\n" + json.dumps({"body": "no text"}) + "\n", encoding="utf8")
-    with pytest.raises(ConversionError, match=r"\[E011\] .*docs.jsonl:2: no \"text\" field"):
+    with pytest.raises(ConversionError, match=r"\[SLA-E011\] .*docs.jsonl:2: no \"text\" field"):
         read_documents(path, spacy.blank("en"))
 
 

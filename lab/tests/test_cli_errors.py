@@ -62,16 +62,16 @@ def link(package: str, destination: Path):
 
 
 def test_a_package_that_is_not_installed_is_named(tmp_path):
-    text = refused(link("no_such_model_package", tmp_path / "minilm"), "E070")
+    text = refused(link("no_such_model_package", tmp_path / "minilm"), "SLA-E070")
     assert "'no_such_model_package'" in text and "pip install" in text
     assert not (tmp_path / "minilm").exists()
 
 
 def test_a_package_without_get_model_path_is_named(packages, tmp_path):
     name = model_package(packages, "model_package_without_path", "VERSION = 1\n")
-    assert "has no get_model_path()" in refused(link(name, tmp_path / "minilm"), "E071")
+    assert "has no get_model_path()" in refused(link(name, tmp_path / "minilm"), "SLA-E071")
     broken = model_package(packages, "model_package_failing", "def get_model_path():\n    raise OSError('gone')\n")
-    assert "get_model_path() failed (OSError: gone)" in refused(link(broken, tmp_path / "minilm"), "E071")
+    assert "get_model_path() failed (OSError: gone)" in refused(link(broken, tmp_path / "minilm"), "SLA-E071")
     assert not (tmp_path / "minilm").is_symlink()
 
 
@@ -79,7 +79,7 @@ def test_a_model_directory_without_a_config_is_named(packages, tmp_path):
     empty = tmp_path / "empty-model"
     empty.mkdir()
     name = package_for(packages, "model_package_without_config", empty)
-    text = refused(link(name, tmp_path / "minilm"), "E072")
+    text = refused(link(name, tmp_path / "minilm"), "SLA-E072")
     assert f"{empty} is not a Hugging Face model directory" in text
     assert not (tmp_path / "minilm").is_symlink()
 
@@ -88,17 +88,17 @@ def test_a_file_a_directory_or_a_foreign_symlink_is_never_replaced(packages, tmp
     name = package_for(packages, "model_package_kept", model_dir(tmp_path / "model"))
     file_destination = tmp_path / "a-file"
     file_destination.write_text("mine", encoding="utf8")
-    assert "it exists and is a file" in refused(link(name, file_destination), "E073")
+    assert "it exists and is a file" in refused(link(name, file_destination), "SLA-E073")
     assert file_destination.read_text(encoding="utf8") == "mine" and not file_destination.is_symlink()
     directory = tmp_path / "a-directory"
     (directory / "inside").mkdir(parents=True)
-    assert "it exists and is a directory" in refused(link(name, directory), "E073")
+    assert "it exists and is a directory" in refused(link(name, directory), "SLA-E073")
     assert (directory / "inside").is_dir() and not directory.is_symlink()
     notes = tmp_path / "notes.txt"
     notes.write_text("notes", encoding="utf8")
     to_notes = tmp_path / "to-notes"
     to_notes.symlink_to(notes)
-    assert "which is not a model directory" in refused(link(name, to_notes), "E073")
+    assert "which is not a model directory" in refused(link(name, to_notes), "SLA-E073")
     assert to_notes.resolve() == notes.resolve() and notes.read_text(encoding="utf8") == "notes"
 
 
@@ -123,7 +123,7 @@ def test_a_link_to_a_model_or_to_nothing_is_replaced(packages, tmp_path):
 def test_a_link_below_a_file_is_refused(packages, tmp_path):
     name = package_for(packages, "model_package_below_file", model_dir(tmp_path / "model"))
     (tmp_path / "training").write_text("a file", encoding="utf8")
-    assert "Cannot create the link" in refused(link(name, tmp_path / "training" / "minilm"), "E074")
+    assert "Cannot create the link" in refused(link(name, tmp_path / "training" / "minilm"), "SLA-E074")
     assert (tmp_path / "training").read_text(encoding="utf8") == "a file"
 
 
@@ -141,7 +141,7 @@ def test_convert_refuses_to_write_over_its_input(tmp_path, output_of):
     data = tmp_path / "train.tsv"
     data.write_text(SST2, encoding="utf8")
     output = output_of(data)
-    assert "would overwrite the data it reads" in refused(convert(data, output), "E075")
+    assert "would overwrite the data it reads" in refused(convert(data, output), "SLA-E075")
     assert data.read_text(encoding="utf8") == SST2
 
 
@@ -160,11 +160,11 @@ def test_a_transformer_directory_without_a_config_is_refused_before_training(tmp
     corpus.mkdir()
     result = runner.invoke(lab_app, ["train", "ud", str(corpus), str(tmp_path / "training"),
                                  "--transformer", str(not_a_model)])
-    assert f"{not_a_model} is not a Hugging Face model directory" in refused(result, "E072")
+    assert f"{not_a_model} is not a Hugging Face model directory" in refused(result, "SLA-E072")
     assert not (tmp_path / "training").exists()
     result = runner.invoke(lab_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
                                  "--transformer", str(not_a_model), "--root", str(tmp_path / "project")])
-    refused(result, "E072")
+    refused(result, "SLA-E072")
     assert not (tmp_path / "project").exists()
 
 
@@ -231,7 +231,7 @@ def test_convert_of_a_cyclic_tree_fails_in_one_line_as_spacy_runs_it(tmp_path: P
     result = run_module("convert", "conllu", source, output_path)
     said = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1, said
-    assert f"[E011] {source}:2: word 2 is its own HEAD" in said
+    assert f"[SLA-E011] {source}:2: word 2 is its own HEAD" in said
     assert "Traceback" not in said
     assert not output_path.exists()
 
@@ -247,7 +247,7 @@ def test_convert_refuses_bad_arguments_and_unwritable_outputs(tmp_path: Path) ->
     failed(cli("convert", "cola", source, tmp_path / "a_directory"), "Could not convert", "Is a directory")
     bad = tmp_path / "bad.tsv"
     bad.write_text(COLA_LINE + "gj04\t5\t\tBad.\n", encoding="utf8")
-    failed(cli("convert", "cola", bad, tmp_path / "out.spacy"), f"[E011] {bad}:2: found the label '5'")
+    failed(cli("convert", "cola", bad, tmp_path / "out.spacy"), f"[SLA-E011] {bad}:2: found the label '5'")
 
 
 def write_cola(data_dir: Path, train: str) -> Path:
@@ -260,7 +260,7 @@ def write_cola(data_dir: Path, train: str) -> Path:
 def test_prepare_fails_in_one_line(tmp_path: Path) -> None:
     data_dir = write_cola(tmp_path / "data", COLA_LINE + "gj04\t1\tTruncated.\n")
     train_file = data_dir / TASKS["cola"].train_file
-    failed(cli("prepare", "cola", data_dir, tmp_path / "corpus"), f"[E011] {train_file}:2: found 3 tab-separated column(s)")
+    failed(cli("prepare", "cola", data_dir, tmp_path / "corpus"), f"[SLA-E011] {train_file}:2: found 3 tab-separated column(s)")
     failed(cli("prepare", "cola", data_dir, tmp_path / "corpus", "--dev-limit", "-1"), "--dev-limit takes a whole number >= 0")
     train_file.unlink()
     failed(cli("prepare", "cola", data_dir, tmp_path / "corpus"), "Could not prepare the cola corpus",
@@ -271,7 +271,7 @@ def test_experiment_fails_in_one_line_before_training(tmp_path: Path) -> None:
     data_dir = write_cola(tmp_path / "data", "gj04\tx\t\tBad label.\n")
     train_file = data_dir / TASKS["cola"].train_file
     options = ["--data-dir", data_dir, "--root", tmp_path, "--variants", "", "--transformer", "unused"]
-    failed(cli("experiment", "cola", *options), f"[E011] {train_file}:1: found the label 'x'")
+    failed(cli("experiment", "cola", *options), f"[SLA-E011] {train_file}:1: found the label 'x'")
     failed(cli("experiment", "cola", *options, "--train-limit", "-3"), "--train-limit takes a whole number >= 0")
     shutil.rmtree(data_dir)
     failed(cli("experiment", "cola", *options), "Could not prepare the cola corpus", "No such file or directory")

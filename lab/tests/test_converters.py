@@ -341,7 +341,7 @@ def test_bad_input(
     tmp_path: Path, nlp: Language, task: str, text: str, line_number: int, problem: str
 ) -> None:
     path = write(tmp_path, text)
-    expected = re.escape(f"[E011] {path}:{line_number}: {problem}")
+    expected = re.escape(f"[SLA-E011] {path}:{line_number}: {problem}")
     with pytest.raises(ConversionError, match=expected):
         list(READERS[task](path, nlp))
 
@@ -349,7 +349,7 @@ def test_bad_input(
 def test_invalid_utf8(tmp_path: Path, nlp: Language) -> None:
     path = tmp_path / "input.txt"
     path.write_bytes(b"Dear\tc\nS\xffr\tc\n")
-    with pytest.raises(ConversionError, match=re.escape(f"[E011] {path}:2: invalid UTF-8")):
+    with pytest.raises(ConversionError, match=re.escape(f"[SLA-E011] {path}:2: invalid UTF-8")):
         list(read_fce(path, nlp))
 
 
@@ -407,7 +407,7 @@ def test_conllu_trees_must_reach_the_root(
     tmp_path: Path, nlp: Language, text: str, line_number: int, problem: str
 ) -> None:
     path = write(tmp_path, text)
-    with pytest.raises(ConversionError, match=re.escape(f"[E011] {path}:{line_number}: {problem}")):
+    with pytest.raises(ConversionError, match=re.escape(f"[SLA-E011] {path}:{line_number}: {problem}")):
         list(read_conllu(path, nlp))
     output_path = tmp_path / "out.spacy"
     with pytest.raises(ConversionError):

@@ -17,7 +17,7 @@ copy of its token-to-vector layer, frozen and annotating, and its score
 weights set to null so that the user's score stays theirs. The vanilla
 config gets the same parser, so that both pipelines pay for the same parse.
 A parser that listens to the transformer cannot give SLA its parse (it needs
-the transformer's output first) and is refused with [E035].
+the transformer's output first) and is refused with [SLA-E035].
 
 The configs go to a folder of their own with a manifest (sla-configs.json:
 the arms, each file's SHA-256, the input and the options). `spacy sla ab`
@@ -108,7 +108,7 @@ class ParserSource:
 
 
 def inspect_parser(pipeline: str) -> ParserSource:
-    """Load a pipeline and describe its parser, or raise [E033] if it is
+    """Load a pipeline and describe its parser, or raise [SLA-E033] if it is
     not installed or has none."""
     if not (is_package(pipeline) or Path(pipeline).is_dir()):
         raise ValueError(Errors.E033.format(parser=pipeline, reason="it is not an installed package or a directory",
@@ -140,7 +140,7 @@ def _dicts(node: Any) -> Iterator[Dict[str, Any]]:
 def find_transformer(config: Config, name: Optional[str] = None) -> str:
     """The name of the config's spacy-transformers transformer component
     (factory `transformer` or `sla_transformer`, architecture TransformerModel
-    v1-v3 or SLATransformerModel): [E030] if there is none, or several and
+    v1-v3 or SLATransformerModel): [SLA-E030] if there is none, or several and
     `name` picks none of them."""
     components = config.get("components", {})
     found = [
@@ -336,7 +336,7 @@ def make_variant_configs(
 
 
 def parse_sla_layers(value: str) -> List[int]:
-    """--sla-layers 0,2,-1 -> [0, 2, -1]; [E059] for anything but whole numbers."""
+    """--sla-layers 0,2,-1 -> [0, 2, -1]; [SLA-E059] for anything but whole numbers."""
     try:
         return [int(part) for part in value.split(",")]
     except ValueError:
@@ -363,7 +363,7 @@ def transformer_layer_count(name: Any) -> Optional[int]:
 def check_attention_model(model: Dict[str, Any], n_layers: Optional[int]) -> None:
     """Build the transformer model block's mask with its registered builder
     and check its sla_layers, as training would: the builders' own checks
-    (E007, E014), and E003 against the layer count when it is known (else
+    (SLA-E007, SLA-E014), and SLA-E003 against the layer count when it is known (else
     whole, distinct indices). The block is taken as it is: give it
     interpolated, or with literal mask settings."""
     mask = model.get("mask")
@@ -389,7 +389,7 @@ def check_attention_model(model: Dict[str, Any], n_layers: Optional[int]) -> Non
 
 
 def check_variant_options(user_block: Dict[str, Any], variants: Sequence[str], options: Dict[str, Any]) -> None:
-    """[E059] for an option value the variants' mask builders or the
+    """[SLA-E059] for an option value the variants' mask builders or the
     transformer's layers refuse, checked one option at a time so that the
     error names it."""
     n_layers = transformer_layer_count(user_block.get("model", {}).get("name")) if "sla_layers" in options else None
@@ -410,7 +410,7 @@ def sha256_of(path: Path) -> str:
 
 
 def read_manifest(config_dir: Path) -> Dict[str, Any]:
-    """The manifest init-config wrote in config_dir; [E055] without one."""
+    """The manifest init-config wrote in config_dir; [SLA-E055] without one."""
     path = config_dir / MANIFEST
     if not path.is_file():
         problem = f"has no {MANIFEST}"
@@ -543,7 +543,7 @@ def init_variant_configs(
     """`spacy sla init-config INPUT OUTPUT_DIR`: output_dir/VARIANT.cfg for
     the reference and each variant, and the manifest. Nothing is written
     unless every config could be made, and nothing into a folder that holds
-    files ([E054]) unless `overwrite`: then the files of the same names are
+    files ([SLA-E054]) unless `overwrite`: then the files of the same names are
     replaced and the earlier manifest's configs that are not written again
     are removed (unless edited since); other files are left alone, and as
     the manifest does not name them, `spacy sla ab` does not take them as

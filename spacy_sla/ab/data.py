@@ -18,7 +18,7 @@ CORPUS_READER = "spacy.Corpus.v1"
 
 
 def corpus_documents(path: Path, which: str, reader: Optional[str] = CORPUS_READER) -> Optional[int]:
-    """The number of documents of a training or dev corpus, or [E062] when
+    """The number of documents of a training or dev corpus, or [SLA-E062] when
     its reader cannot read it: a missing path, a file that is not a .spacy
     DocBin, a directory without one. For another reader than
     spacy.Corpus.v1 only that the path can be read (None documents)."""
@@ -114,7 +114,7 @@ def weighted_scores(config: Dict[str, Any]) -> List[str]:
 
 
 def check_dev_annotation(dev_path: Path, config: Dict[str, Any]) -> None:
-    """[E031] for a dev set without documents; [E036] for one whose documents
+    """[SLA-E031] for a dev set without documents; [SLA-E036] for one whose documents
     lack the annotation a weighted score needs (checked for spaCy's own
     score families on .spacy dev sets; others are checked after evaluation)."""
     if not dev_path.exists() or not (dev_path.is_dir() or dev_path.suffix == ".spacy"):

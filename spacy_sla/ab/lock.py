@@ -1,6 +1,6 @@
 """One `spacy sla ab` per output directory: OUTPUT_DIR/.ab.lock, created
 with O_CREAT | O_EXCL, holds the pid and host of the call that owns the
-directory. A second call is refused with [E053] while that process lives;
+directory. A second call is refused with [SLA-E053] while that process lives;
 a lock left by a process that is gone (killed with SIGKILL, a machine that
 rebooted) is taken over."""
 import json
@@ -100,7 +100,7 @@ def _take_over(lock: Path, stale: Dict[str, Any]) -> bool:
 
 @contextmanager
 def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print) -> Iterator[Path]:
-    """Hold output_dir for this process while the block runs ([E053] if a
+    """Hold output_dir for this process while the block runs ([SLA-E053] if a
     live process holds it); released on every exit, errors included. An
     output directory made here is removed again if it is left empty."""
     created = not output_dir.exists()

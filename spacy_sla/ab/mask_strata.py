@@ -36,7 +36,7 @@ STRATUM_LABELS = {RESTRICTED: "the mask hides some pairs", UNRESTRICTED: "the ma
 
 
 class NoLocalMaskError(ValueError):
-    """E040: the model has no local mask to split the dev set by."""
+    """SLA-E040: the model has no local mask to split the dev set by."""
 
 
 def restricted_documents(model_dir: Path, dev_path: Path, batch_size: int = 32) -> List[bool]:

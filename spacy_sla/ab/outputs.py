@@ -1,7 +1,7 @@
 """The files `spacy sla ab` writes into OUTPUT_DIR beside the runs (plan.json,
 the report), recorded by SHA-256 in .ab-files.json: ab overwrites only
 those it wrote itself, never a file of the same name that someone else put
-there ([E064])."""
+there ([SLA-E064])."""
 import hashlib
 import json
 from pathlib import Path
@@ -60,7 +60,7 @@ def foreign_outputs(output_dir: Path, names: Sequence[str], record: str = AB_FIL
 
 
 def check_outputs(output_dir: Path, names: Sequence[str], record: str = AB_FILES) -> None:
-    """[E064] unless every file of names in output_dir is one ab wrote."""
+    """[SLA-E064] unless every file of names in output_dir is one ab wrote."""
     foreign = foreign_outputs(output_dir, names, record)
     if foreign:
         raise ValueError(Errors.E064.format(files=", ".join(foreign), output_dir=output_dir, record=record))

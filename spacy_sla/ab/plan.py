@@ -209,8 +209,8 @@ class AbPlan:
                 raise ValueError(Errors.E065.format(variant=variant, path=path, reason=str(error))) from None
 
     def _check_training_data(self, config: Dict[str, Any]) -> None:
-        """[E062] for training data its reader cannot read or without
-        documents; [E037] for a training size the corpus cannot give."""
+        """[SLA-E062] for training data its reader cannot read or without
+        documents; [SLA-E037] for a training size the corpus cannot give."""
         samples = [size for size in self.sizes if size is not None]
         reader = CORPUS_READER if samples else _reader(config, "train")
         documents = corpus_documents(self.train_path, "train", reader)

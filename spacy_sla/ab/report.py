@@ -462,7 +462,7 @@ def write_report(plan: AbPlan, runs: Sequence[AbRun], figure: bool = True, by_ma
                  left_out: Sequence[str] = (), stem: str = REPORT, record: str = AB_FILES) -> Dict[str, Path]:
     """STEM.json, STEM.md (and STEM.png), written only once all of them
     could be made, and only over files of those names that ab wrote
-    ([E064]); recorded in OUTPUT_DIR/RECORD as ab's."""
+    ([SLA-E064]); recorded in OUTPUT_DIR/RECORD as ab's."""
     check_outputs(plan.output_dir, report_names(stem), record)
     report = build_report(plan, runs, by_mask, left_out)
     paths = {"json": plan.output_dir / f"{stem}.json", "md": plan.output_dir / f"{stem}.md"}

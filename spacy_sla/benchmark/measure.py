@@ -26,7 +26,7 @@ DEFAULT_DATA = Path("assets") / "ud_ewt_sample" / "en_ewt-ud-dev-sample.conllu"
 
 def jsonl_texts(path: Path, limit: Optional[int] = None) -> List[str]:
     """The "text" field of every line of a JSONL file, read as `spacy sla
-    annotate` reads it (blank lines skipped); a bad line raises [E011]
+    annotate` reads it (blank lines skipped); a bad line raises [SLA-E011]
     FILE:LINE before anything is measured."""
     settings = AnnotateSettings(pipeline="", input_path=str(path), output_dir="")
     items, bad = read_lines(settings, Shard(0, 0, path.stat().st_size, 1))

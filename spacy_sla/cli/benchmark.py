@@ -67,7 +67,7 @@ def _config_benchmark(
     except OSError as error:
         msg.fail(f"Could not run the benchmark: {' '.join(str(error).split())}", exits=1)
     except ValueError as error:
-        # [E011] data lines, [E030]-[E035] configs that make no variants, config overrides that do not fit
+        # [SLA-E011] data lines, [SLA-E030]-[SLA-E035] configs that make no variants, config overrides that do not fit
         msg.fail(f"Could not run the benchmark: {error}", exits=1)
     table = format_config_table(report)
     report["table"] = table

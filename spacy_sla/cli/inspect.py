@@ -53,8 +53,8 @@ FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 COMPONENT_HELP = "The SLA component to use; needed only when a pipeline has several"
 
 
-# A coded error of spacy-sla or spaCy ("[E006] ..."), whose message says what to do.
-CODED_ERROR = re.compile(r"\[E[0-9]+\]")
+# A coded error of spacy-sla ("[SLA-E006] ...") or spaCy ("[E050] ..."), whose message says what to do.
+CODED_ERROR = re.compile(r"\[(SLA-)?E[0-9]+\]")
 DAMAGED_HINT = (
     "a file of the saved pipeline is probably truncated or damaged (or its config was edited by hand): "
     "save or copy the pipeline again"
@@ -84,7 +84,7 @@ def _load(model: str) -> Language:
     goes wrong with a saved pipeline: a wrong name or path (OSError), a text
     file that is not UTF-8, a truncated or damaged file (ValueError from
     msgpack, JSON or numpy; EOFError from numpy), or saved weights that do
-    not fit the config ([E006] and other coded ValueErrors)."""
+    not fit the config ([SLA-E006] and other coded ValueErrors)."""
     try:
         return spacy.load(model)
     except OSError as error:

@@ -29,9 +29,9 @@ class FamilyAdapter(SyntaxAwareAttention, ABC):
       split into heads, go through `self.attend`; it returns what the
       original returns (the context, and the probabilities with
       output_attentions), after the output projection where the original
-      module holds it. A head mask is refused (E010).
+      module holds it. A head mask is refused (SLA-E010).
 
-    SyntaxAwareTransformer refuses a layer it cannot wrap (E009: a decoder,
+    SyntaxAwareTransformer refuses a layer it cannot wrap (SLA-E009: a decoder,
     relative position embeddings, pruned heads) before the adapter is built.
     """
 
@@ -157,7 +157,7 @@ ATTENTION_FAMILIES: Dict[str, Type[FamilyAdapter]] = {
 
 
 def attention_family(config: PretrainedConfig, name: str = "") -> Type[FamilyAdapter]:
-    """The adapter of the config's model family; E002, naming the supported
+    """The adapter of the config's model family; SLA-E002, naming the supported
     families, for any other."""
     family = ATTENTION_FAMILIES.get(config.model_type)
     if family is None:

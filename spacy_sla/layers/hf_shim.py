@@ -38,7 +38,7 @@ class SyntaxAwareTransformerClass:
 
 
 def check_tokenizer_file_name(name: str) -> str:
-    """A name of a saved tokenizer file, refused ([E046]) unless it is a plain
+    """A name of a saved tokenizer file, refused ([SLA-E046]) unless it is a plain
     file name: the files are written under their names into a temporary
     folder when a pipeline loads, so a name with a folder part (an absolute
     path, `../`, a drive) would write outside it."""
@@ -179,7 +179,7 @@ def _is_local_path(name: str) -> bool:
 
 def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict) -> HFObjects:
     """The tokenizer and encoder from a local directory or the hub; whatever
-    prevents finding them is [E005], which names what was looked for."""
+    prevents finding them is [SLA-E005], which names what was looked for."""
     local = Path(str(name)).expanduser()
     if _is_local_path(str(name)) and not local.exists():
         # Hugging Face would try it as a hub id and fail on its form

@@ -216,7 +216,7 @@ class SLATransformerModel(Model):
 
     @property
     def given_warnings(self) -> Set[str]:
-        """The codes of the warnings this model gives once (e.g. W003 for
+        """The codes of the warnings this model gives once (e.g. SLA-W003 for
         parses that are not forests); runtime state, never serialized."""
         if not hasattr(self, "_given_warnings"):
             self._given_warnings: Set[str] = set()

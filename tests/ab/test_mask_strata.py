@@ -79,7 +79,7 @@ def test_each_part_pairs_the_seeds_on_the_same_documents():
     assert table.endswith("- sla: no dev document where the mask hides nothing, so no comparison of the two parts")
 
     different = {0: strata, 1: [True, True, False, False, False, False]}
-    with pytest.raises(ValueError, match=r"\[E041\].*seeds 0, 1 of sla"):
+    with pytest.raises(ValueError, match=r"\[SLA-E041\].*seeds 0, 1 of sla"):
         rows_by_mask("sla", "vanilla", [0, 1], evaluations, "cats_accuracy", 10, different.__getitem__)
 
 
@@ -102,5 +102,5 @@ def test_a_model_without_a_local_mask_is_a_coded_error(tmp_path):
     nlp = parser_pipeline()
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[nlp.make_doc(SHORT)]).to_disk(tmp_path / "dev.spacy")
-    with pytest.raises(ValueError, match=r"\[E040\].*no syntax-aware transformer"):
+    with pytest.raises(ValueError, match=r"\[SLA-E040\].*no syntax-aware transformer"):
         restricted_documents(tmp_path / "model", tmp_path / "dev.spacy")

@@ -127,7 +127,7 @@ def test_a_second_call_on_a_held_output_dir_is_refused_and_changes_nothing(tmp_p
                                     encoding="utf8")
     before = contents(output)
     result = runner.invoke(app, ab_args(configs, output, train, dev))
-    assert result.exit_code == 1 and "[E053]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E053]" in result.output, result.output
     assert f"pid {live_process.pid}" in result.output and LOCK_FILE in result.output
     assert contents(output) == before
     # a dry run reads only, beside the running call
@@ -167,7 +167,7 @@ def test_an_output_dir_made_for_a_refused_call_is_not_left_behind(tmp_path):
     configs = write_arm_configs(tmp_path / "configs")
     train, _ = write_data(tmp_path)
     result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, tmp_path / "nosuch.spacy"))
-    assert result.exit_code == 1 and "[E062]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E062]" in result.output, result.output
     assert not (tmp_path / "out").exists()
 
 
@@ -211,7 +211,7 @@ def test_a_signal_stops_the_training_child_and_leaves_the_run_to_be_trained_agai
     finally:
         process.kill()
     text = out.decode()
-    assert process.returncode == 128 + signum and "[E063]" in text and "vanilla/seed0" in text, text
+    assert process.returncode == 128 + signum and "[SLA-E063]" in text and "vanilla/seed0" in text, text
     assert not running(child) and not running(grandchild)
     run_dir = output / "vanilla" / "seed0"
     assert (run_dir / "train-config.cfg").exists() and not (run_dir / "run.json").exists()  # not finished
@@ -227,7 +227,7 @@ def test_init_config_writes_a_manifest_and_refuses_a_folder_with_other_files(use
     config_dir.mkdir()
     (config_dir / "my.cfg").write_text("[nlp]\nlang = \"en\"\n", encoding="utf8")
     result = init(user_cfg, config_dir, "--variants", "sla,window")
-    assert result.exit_code == 1 and "[E054]" in result.output and "my.cfg" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E054]" in result.output and "my.cfg" in result.output, result.output
     assert sorted(path.name for path in config_dir.iterdir()) == ["my.cfg"]  # nothing written
 
     fresh = tmp_path / "fresh"
@@ -242,7 +242,7 @@ def test_init_config_writes_a_manifest_and_refuses_a_folder_with_other_files(use
     # a second call into it names the earlier call's files
     before = contents(fresh)
     result = init(user_cfg, fresh, "--variants", "sla")
-    assert result.exit_code == 1 and "[E054]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E054]" in result.output, result.output
     assert "written by an earlier init-config call" in result.output.replace("\n", " ")
     assert contents(fresh) == before
 
@@ -264,7 +264,7 @@ def test_overwrite_replaces_its_own_files_and_ab_takes_only_the_manifests_arms(u
                                                                                        "sla/seed0:"]
     result = runner.invoke(app, ab_args(config_dir, tmp_path / "out", train, dev, "--variants", "window",
                                         "--dry-run"))
-    assert result.exit_code == 1 and "[E056]" in result.output and "window" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E056]" in result.output and "window" in result.output, result.output
 
 
 def test_ab_refuses_a_folder_without_a_manifest(tmp_path):
@@ -272,7 +272,7 @@ def test_ab_refuses_a_folder_without_a_manifest(tmp_path):
     (configs / MANIFEST).unlink()
     train, dev = write_data(tmp_path)
     result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, dev, "--dry-run"))
-    assert result.exit_code == 1 and "[E055]" in result.output and "init-config" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E055]" in result.output and "init-config" in result.output, result.output
 
 
 def test_an_arm_that_differs_beyond_attention_is_refused_with_its_keys(user_cfg, tmp_path):
@@ -283,7 +283,7 @@ def test_an_arm_that_differs_beyond_attention_is_refused_with_its_keys(user_cfg,
     original = sla.read_text(encoding="utf8")
     sla.write_text(original.replace("dropout = 0.1", "dropout = 0.3", 1), encoding="utf8")
     result = runner.invoke(app, ab_args(config_dir, tmp_path / "out", train, dev, "--dry-run"))
-    assert result.exit_code == 1 and "[E058]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E058]" in result.output, result.output
     assert "training.dropout" in result.output and "sla.cfg" in result.output
     # an edit of the transformer's blocks is an edit of attention: compared, with a word that the file changed
     sla.write_text(original.replace("threshold = 3", "threshold = 4"), encoding="utf8")
@@ -292,11 +292,11 @@ def test_an_arm_that_differs_beyond_attention_is_refused_with_its_keys(user_cfg,
     # one the mask builder refuses is refused before any run
     sla.write_text(original.replace("threshold = 3", "threshold = -1"), encoding="utf8")
     result = runner.invoke(app, ab_args(config_dir, tmp_path / "out", train, dev))
-    assert result.exit_code == 1 and "[E065]" in result.output and "[E007]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E065]" in result.output and "[SLA-E007]" in result.output, result.output
     assert not (tmp_path / "out").exists()
     sla.write_text(original.replace("[training]", "[training"), encoding="utf8")
     result = runner.invoke(app, ab_args(config_dir, tmp_path / "out", train, dev, "--dry-run"))
-    assert result.exit_code == 1 and "[E057]" in result.output and "sla.cfg" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E057]" in result.output and "sla.cfg" in result.output, result.output
 
 
 @needs_parser
@@ -316,9 +316,9 @@ def test_the_parser_init_config_adds_only_to_the_variants_is_not_a_difference(tm
 
 
 @pytest.mark.parametrize("option, value, code, local_model", [
-    ("--threshold", "-1", "E007", True), ("--window", "-3", "E007", True), ("--punct-rule", "bogus", "E014", True),
-    ("--sla-layers", "x", "layer indices", True), ("--sla-layers", "99", "E003", True),
-    ("--sla-layers", "1,-1", "E003", True),  # the same layer of 2
+    ("--threshold", "-1", "SLA-E007", True), ("--window", "-3", "SLA-E007", True), ("--punct-rule", "bogus", "SLA-E014", True),
+    ("--sla-layers", "x", "layer indices", True), ("--sla-layers", "99", "SLA-E003", True),
+    ("--sla-layers", "1,-1", "SLA-E003", True),  # the same layer of 2
     ("--sla-layers", "1,1", "twice", False),  # a model not on this machine: its layer count is unknown
 ])
 def test_init_config_refuses_an_option_the_builders_refuse(tiny_bert, tmp_path, option, value, code, local_model):
@@ -329,7 +329,7 @@ def test_init_config_refuses_an_option_the_builders_refuse(tiny_bert, tmp_path, 
     user.write_text(config.to_str(), encoding="utf8")
     variants = "window" if option == "--window" else "sla"
     result = init(user, tmp_path / "configs", "--variants", variants, option, value)
-    assert result.exit_code == 1 and "[E059]" in result.output and option in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E059]" in result.output and option in result.output, result.output
     assert code in result.output.replace("\n", " ")
     assert not (tmp_path / "configs").exists()
 
@@ -339,7 +339,7 @@ def test_ab_checks_sla_layers_against_the_model_it_will_train(tiny_bert, tmp_pat
     train, dev = write_data(tmp_path)
     result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, dev,
                                         "--components.transformer.model.name", str(tiny_bert)))
-    assert result.exit_code == 1 and "[E065]" in result.output and "[E003]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E065]" in result.output and "[SLA-E003]" in result.output, result.output
     assert "2 layers" in result.output and not (tmp_path / "out").exists()
 
 
@@ -357,22 +357,22 @@ def test_ab_refuses_data_the_readers_cannot_read_before_any_run(tmp_path):
                                        (tmp_path / "configs", dev, "holds no .spacy file")):
         for extra in ((), ("--dry-run",)):
             result = runner.invoke(app, ab_args(configs, tmp_path / "out", bad_train, bad_dev, *extra))
-            assert result.exit_code == 1 and "[E062]" in result.output, result.output
+            assert result.exit_code == 1 and "[SLA-E062]" in result.output, result.output
             assert reason in result.output.replace("\n", " ")
             assert not (tmp_path / "out").exists()
     result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, dev, "--train-sizes", "5,50", "--dry-run"))
-    assert result.exit_code == 1 and "[E037]" in result.output and "12 documents" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E037]" in result.output and "12 documents" in result.output, result.output
 
 
 def test_a_sourced_transformer_and_one_outside_the_pipeline_are_named():
     config = user_config_with_own_parser()
     sourced = Config(config).copy()
     sourced["components"]["transformer"] = {"source": "en_core_web_trf"}
-    with pytest.raises(ValueError, match=r"\[E060\].*'transformer' is sourced from the pipeline en_core_web_trf"):
+    with pytest.raises(ValueError, match=r"\[SLA-E060\].*'transformer' is sourced from the pipeline en_core_web_trf"):
         make_variant_configs(sourced, ["sla"], parser=None)
     outside = Config(config).copy()
     outside["components"]["encoder"] = outside["components"].pop("transformer")
-    with pytest.raises(ValueError, match=r"\[E061\].*'encoder'.*\['transformer', 'tagger', 'parser'\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E061\].*'encoder'.*\['transformer', 'tagger', 'parser'\]"):
         make_variant_configs(outside, ["sla"], parser=None)
 
 
@@ -387,7 +387,7 @@ def test_ab_overwrites_only_the_report_files_it_wrote(tmp_path):
     (output / "report.md").write_text("my own notes\n", encoding="utf8")
     for extra in ((), ("--report-only",)):
         result = runner.invoke(app, ab_args(configs, output, train, dev, *extra))
-        assert result.exit_code == 1 and "[E064]" in result.output and "report.md" in result.output, result.output
+        assert result.exit_code == 1 and "[SLA-E064]" in result.output and "report.md" in result.output, result.output
         assert sorted(path.name for path in output.iterdir()) == ["report.md"]
         assert (output / "report.md").read_text(encoding="utf8") == "my own notes\n"
     # the files ab recorded may be replaced; once changed by hand they are not
@@ -395,7 +395,7 @@ def test_ab_overwrites_only_the_report_files_it_wrote(tmp_path):
     record_outputs(output, [output / "report.md", output / "report.json"])
     check_outputs(output, ["plan.json", "report.md", "report.json", "report.png"])
     (output / "report.json").write_text('{"edited": true}', encoding="utf8")
-    with pytest.raises(ValueError, match=r"\[E064\].*report\.json"):
+    with pytest.raises(ValueError, match=r"\[SLA-E064\].*report\.json"):
         check_outputs(output, ["report.md", "report.json"])
     assert (output / AB_FILES).exists()
 
@@ -409,7 +409,7 @@ def test_report_only_beside_a_running_call_writes_no_report_files(tmp_path, live
     (output / LOCK_FILE).write_text(lock, encoding="utf8")
     result = runner.invoke(app, ab_args(configs, output, train, dev, "--report-only"))
     # nothing finished yet: refused, after saying the report would be the interim one
-    assert result.exit_code == 1 and "[E045]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E045]" in result.output, result.output
     assert "report-interim" in result.output
     assert sorted(path.name for path in output.iterdir()) == [LOCK_FILE]
     assert (output / LOCK_FILE).read_text(encoding="utf8") == lock

@@ -224,6 +224,6 @@ def test_a_missing_run_is_a_coded_error(tmp_path):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "training").mkdir()
     failed = CliRunner().invoke(lab_app, ["bootstrap", "sst2", str(tmp_path / "corpus"), str(tmp_path / "training"), "--seeds", "3"])
-    assert failed.exit_code == 1 and "[E020]" in failed.output and "Traceback" not in failed.output
-    with pytest.raises(ValueError, match=r"\[E020\].*vanilla, seed 3"):
+    assert failed.exit_code == 1 and "[SLA-E020]" in failed.output and "Traceback" not in failed.output
+    with pytest.raises(ValueError, match=r"\[SLA-E020\].*vanilla, seed 3"):
         bootstrap_comparison("sst2", tmp_path / "corpus", tmp_path / "training", ["sla"], "vanilla", seeds=[3])

@@ -217,7 +217,7 @@ def test_dropped_models_leave_records_that_give_the_same_report(comparison, tiny
     # without its model and its strata record, a run cannot be split by mask: refused, nothing deleted
     (root / "dropped" / "sla" / "seed1" / STRATA_FILE).unlink()
     result = ab(root / "configs", root / "dropped", train, dev, tiny_bert, "--by-mask")
-    assert result.exit_code == 1 and "[E044]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E044]" in result.output, result.output
     assert (root / "dropped" / "sla" / "seed1" / "dev-evaluation.json").exists()
 
 
@@ -253,14 +253,14 @@ def test_kept_strata_answer_for_a_deleted_model(tmp_path):
     key = {"version": STRATA_VERSION, "model": {"size": 1, "sha256": "x"}, "dev": file_fingerprint(dev)}
     (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "restricted": [True, False, True]}), encoding="utf8")
     assert kept_strata(tmp_path / "model-last", dev, tmp_path) == [True, False, True]
-    (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "no_local_mask": "[E040] none"}), encoding="utf8")
-    with pytest.raises(NoLocalMaskError, match=r"\[E040\] none"):
+    (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "no_local_mask": "[SLA-E040] none"}), encoding="utf8")
+    with pytest.raises(NoLocalMaskError, match=r"\[SLA-E040\] none"):
         kept_strata(tmp_path / "model-last", dev, tmp_path)
     other_dev = write_corpus(tmp_path / "other.spacy", annotated_docs(3, 1))
-    with pytest.raises(ValueError, match=r"\[E044\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E044\]"):
         kept_strata(tmp_path / "model-last", other_dev, tmp_path)
     (tmp_path / STRATA_FILE).unlink()
-    with pytest.raises(ValueError, match=r"\[E044\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E044\]"):
         kept_strata(tmp_path / "model-last", dev, tmp_path)
 
 
@@ -276,7 +276,7 @@ def test_bad_input_is_refused_before_training_and_leaves_no_report(tiny_bert, tm
     user = write_user_config(tmp_path / "user.cfg", ["ner"])
     assert runner.invoke(app, ["sla", "init-config", str(user), str(tmp_path / "configs"), "--variants", "sla",
                                "--parser", PARSER]).exit_code == 0
-    for dev, code in ((empty, "E031"), (without_entities, "E036")):
+    for dev, code in ((empty, "SLA-E031"), (without_entities, "SLA-E036")):
         output = tmp_path / f"out-{code}"
         result = ab(tmp_path / "configs", output, train, dev, tiny_bert)
         assert result.exit_code == 1 and f"[{code}]" in result.output, result.output
@@ -285,14 +285,14 @@ def test_bad_input_is_refused_before_training_and_leaves_no_report(tiny_bert, tm
                                  str(train)])
     assert result.exit_code == 1 and "--paths.dev PATH" in result.output
     result = ab(tmp_path / "configs", tmp_path / "out", train, without_entities, tiny_bert, "--variants", "nosuch")
-    assert result.exit_code == 1 and "[E056]" in result.output  # not an arm of the manifest
+    assert result.exit_code == 1 and "[SLA-E056]" in result.output  # not an arm of the manifest
 
 
 def test_init_config_refuses_a_config_without_a_transformer(tmp_path):
     config = init_config(lang="en", pipeline=["tagger"], optimize="efficiency", gpu=False, pretraining=False)
     (tmp_path / "cpu.cfg").write_text(config.to_str(), encoding="utf8")
     result = runner.invoke(app, ["sla", "init-config", str(tmp_path / "cpu.cfg"), str(tmp_path / "configs")])
-    assert result.exit_code == 1 and "[E030]" in result.output
+    assert result.exit_code == 1 and "[SLA-E030]" in result.output
     assert not (tmp_path / "configs").exists()
 
 
@@ -309,9 +309,9 @@ def test_training_samples_are_nested_and_recorded(tmp_path):
     assert large == [docs[index].text for index in order[:20]]
     record = json.loads((tmp_path / "data" / "samples.json").read_text(encoding="utf8"))
     assert record["sample_seed"] == 4 and record["sizes"] == [10, 20] and record["documents"] == 30
-    with pytest.raises(ValueError, match=r"\[E037\].*it has 30 documents"):
+    with pytest.raises(ValueError, match=r"\[SLA-E037\].*it has 30 documents"):
         draw_training_samples(train, [40], tmp_path / "data2", sample_seed=4)
-    with pytest.raises(ValueError, match=r"\[E037\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E037\]"):
         parse_sizes(["ten"])
 
 
@@ -406,14 +406,14 @@ def test_size_overrides_are_read_as_spacy_reads_overrides_and_bad_ones_are_refus
         None: {"training.frozen_components": ["parser", "tagger"], "training.max_steps": 9}}
     for bad in ("2000", "x:training.max_steps=1", "0:training.max_steps=1", "2000:training.max_steps", "-5:a.b=1",
                 "2000:=3", "2000:"):
-        with pytest.raises(ValueError, match=r"\[E043\]"):
+        with pytest.raises(ValueError, match=r"\[SLA-E043\]"):
             parse_size_overrides([bad])
     configs = write_budget_configs(tmp_path / "configs")
     train, dev = write_budget_data(tmp_path)
     arguments = (configs, tmp_path / "out", train, dev, ["sla"], [0], [5, 10])
-    with pytest.raises(ValueError, match=r"\[E043\].*7"):
+    with pytest.raises(ValueError, match=r"\[SLA-E043\].*7"):
         AbPlan(*arguments, size_overrides={7: {"training.max_steps": 5}}).check()
-    with pytest.raises(ValueError, match=r"\[E043\].*all"):  # the whole set is not among the sizes
+    with pytest.raises(ValueError, match=r"\[SLA-E043\].*all"):  # the whole set is not among the sizes
         AbPlan(*arguments, size_overrides={None: {"training.max_steps": 5}}).check()
     whole = AbPlan(*arguments[:6], [5, None], size_overrides={None: {"training.max_steps": 5}})
     whole.check()
@@ -424,7 +424,7 @@ def test_size_overrides_are_read_as_spacy_reads_overrides_and_bad_ones_are_refus
     result = runner.invoke(app, ["sla", "ab", str(configs), str(tmp_path / "out"), "--paths.train",
                                  str(train), "--paths.dev", str(dev),
                                  "--train-sizes", "5", "--size-override", "5:training.max_steps", "--dry-run"])
-    assert result.exit_code == 1 and "[E043]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E043]" in result.output, result.output
     result = runner.invoke(app, ["sla", "ab", str(configs), str(tmp_path / "out"), "--paths.train",
                                  str(train), "--paths.dev", str(dev),
                                  "--train-sizes", "5,10", "--size-override", "10:training.max_steps=9",
@@ -505,7 +505,7 @@ def test_report_only_pairs_the_seeds_every_arm_has_finished(comparison, tiny_ber
     for name in ("report.json", "report.md"):
         (root / "partial" / name).unlink()
     result = ab(root / "configs", root / "partial", train, dev, tiny_bert, "--report-only")
-    assert result.exit_code == 1 and "[E045]" in result.output, result.output
+    assert result.exit_code == 1 and "[SLA-E045]" in result.output, result.output
     assert "Finished runs with the command's settings: vanilla/seed0, vanilla/seed1" in result.output.replace("\n", " ")
     assert not (root / "partial" / "report.json").exists()
 

@@ -222,9 +222,9 @@ def test_a_config_with_two_transformers_is_measured_on_the_one_named_by_componen
                  str(tiny_bert), "--repeats", "1", "--no-memory", "--output", str(output)]
     refused = CliRunner().invoke(app, arguments)
     assert refused.exit_code == 1 and isinstance(refused.exception, SystemExit)
-    assert "[E030]" in refused.output and "found: transformer, trf;" in " ".join(refused.output.split())
+    assert "[SLA-E030]" in refused.output and "found: transformer, trf;" in " ".join(refused.output.split())
     assert not output.exists()
-    # the E030 message's remedy: --component (the other transformer gets the tiny model by an override)
+    # the SLA-E030 message's remedy: --component (the other transformer gets the tiny model by an override)
     result = CliRunner().invoke(app, [*arguments, "--component", "trf", "--components.transformer.model.name",
                                       str(tiny_bert)])
     assert result.exit_code == 0, result.output
@@ -244,11 +244,11 @@ def test_a_config_without_a_transformer_is_refused_with_e030_and_writes_nothing(
                                           PARSER, "--output", str(output), *model])
         assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
         text = " ".join(result.output.split())
-        assert "Could not run the benchmark: [E030]" in text
+        assert "Could not run the benchmark: [SLA-E030]" in text
         assert "found: none; pipeline: ['tok2vec', 'tagger']" in text
         assert "Traceback" not in result.output
         assert not output.exists()
-    with pytest.raises(ValueError, match=r"\[E030\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E030\]"):
         run_config_benchmark(user, data, PARSER, memory=False)
 
 
@@ -261,7 +261,7 @@ def test_a_config_mode_that_cannot_start_writes_nothing(tiny_bert, tmp_path):
     common = ["sla", "benchmark", str(user), "--model", str(tiny_bert), "--no-memory", "--repeats", "1",
               "--output", str(output)]
     cases = [
-        (["--data", str(data), "--parser", "en_core_web_nosuch"], "[E033] Cannot source a parser from 'en_core_web_nosuch'"),
+        (["--data", str(data), "--parser", "en_core_web_nosuch"], "[SLA-E033] Cannot source a parser from 'en_core_web_nosuch'"),
         (["--data", str(empty), "--parser", PARSER], "No documents in"),
         (["--data", str(data), "--parser", PARSER, "--training.batcher.size", "3"], "makes no batch of the sample"),
     ]

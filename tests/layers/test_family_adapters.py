@@ -35,7 +35,7 @@ def test_a_restrictive_mask_changes_the_output(family):
 
 def test_unsupported_architecture_names_the_supported_ones():
     model = GPT2Model(GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=20))
-    with pytest.raises(ValueError, match=r"\[E002\].*gpt2.*bert, camembert, distilbert, electra, roberta"):
+    with pytest.raises(ValueError, match=r"\[SLA-E002\].*gpt2.*bert, camembert, distilbert, electra, roberta"):
         SyntaxAwareTransformer(model)
 
 

@@ -41,7 +41,7 @@ def tampered_copy(saved: Path, destination: Path, change: Callable[[Dict[str, An
 
 @pytest.mark.parametrize("name", ["../escaped.txt", "sub/escaped.txt", "..\\escaped.txt", "", ".."])
 def test_a_tokenizer_file_name_with_a_folder_part_is_refused(name):
-    with pytest.raises(ValueError, match=r"\[E046\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E046\]"):
         check_tokenizer_file_name(name)
 
 
@@ -58,7 +58,7 @@ def test_an_escaping_tokenizer_file_refuses_to_load_and_writes_nothing(saved_pip
         shim["tokenizer"]["../../../../../../../../" + str(outside)[1:]] = b"relative"
 
     tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", add_files)
-    with pytest.raises(ValueError, match=r"\[E046\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E046\]"):
         spacy.load(tampered)
     assert not outside.exists()
 
@@ -86,7 +86,7 @@ def ask_for_shipped_tokenizer(shim: Dict[str, Any], marker: Path, saved_trust: b
 def test_saved_trust_remote_code_never_runs_shipped_code(saved_pipeline, tmp_path):
     marker = tmp_path / "code-ran"
     tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", lambda shim: ask_for_shipped_tokenizer(shim, marker))
-    with pytest.raises(ValueError, match=r"\[E047\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E047\]"):
         spacy.load(tampered)
     assert not marker.exists()
 
@@ -100,7 +100,7 @@ def test_trust_remote_code_in_the_loading_config_runs_it_with_a_warning(saved_pi
         saved_pipeline, tmp_path / "tampered", lambda shim: ask_for_shipped_tokenizer(shim, marker, saved_trust=False)
     )
     trusted = {"use_fast": True, "trust_remote_code": True}
-    with pytest.warns(UserWarning, match=r"\[W005\]"):
+    with pytest.warns(UserWarning, match=r"\[SLA-W005\]"):
         nlp = spacy.load(tampered, config={"components.sla_transformer.model.tokenizer_config": trusted})
     assert marker.exists()
     assert len(trf_output(nlp(the_cat_sat(nlp.vocab)))) > 0
@@ -125,7 +125,7 @@ def test_a_pickled_object_in_the_weights_is_refused_unrun(saved_pipeline, tmp_pa
         shim["state"] = buffer.getvalue()
 
     tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", pickle_in_state)
-    with pytest.raises(ValueError, match=r"\[E048\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E048\]"):
         spacy.load(tampered)
     assert not marker.exists()
 
@@ -151,5 +151,5 @@ def test_a_model_folder_of_the_old_layout_is_refused(saved_pipeline, tmp_path):
     nlp.to_disk(tmp_path / "tampered")
     (tmp_path / "tampered" / MODEL_FILE).unlink()
     (tmp_path / "tampered" / MODEL_FILE).mkdir()
-    with pytest.raises(ValueError, match=r"\[E049\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E049\]"):
         spacy.load(tmp_path / "tampered")

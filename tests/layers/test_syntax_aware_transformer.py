@@ -52,13 +52,13 @@ def test_a_subset_only_changes_its_layers():
 
 @pytest.mark.parametrize("sla_layers", [[3], [-4], [0, 0], ["1"], [True]])
 def test_invalid_layers_are_refused(sla_layers):
-    with pytest.raises(ValueError, match=r"\[E003\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E003\]"):
         SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers)
 
 
 def test_relative_position_attention_is_refused():
     config = BertConfig(hidden_size=32, position_embedding_type="relative_key", **SIZES)
-    with pytest.raises(ValueError, match=r"\[E009\].*relative_key"):
+    with pytest.raises(ValueError, match=r"\[SLA-E009\].*relative_key"):
         SyntaxAwareTransformer(BertModel(config))
 
 
@@ -127,9 +127,9 @@ def test_computing_by_sets_the_paths_of_every_encoder_within_and_restores_them()
 
 
 def test_invalid_parent_attention_is_refused():
-    with pytest.raises(ValueError, match=r"\[E012\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E012\]"):
         SyntaxAwareTransformer(tiny_encoder("bert"), parent_attention=ParentAttention(layer=5))
-    with pytest.raises(ValueError, match=r"\[E012\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-E012\]"):
         SyntaxAwareTransformer(tiny_encoder("bert"), parent_attention=ParentAttention(head=4))
     middle = SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers=[], parent_attention=ParentAttention())
     assert middle.parent_attention.layer == 1  # 3 layers
