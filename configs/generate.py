@@ -11,7 +11,7 @@ another one (RECIPES' `components`), and is then merged over the rest: its
 common.cfg, then its part for the task's component and its part for the task
 where it has them. It gives TASK_NAME-ATTENTION.cfg next to the tuned
 TASK_ATTENTION.cfg, for the tasks it names (all when it names none). "paper"
-is the authors' training recipe (docs/training.md, "The paper's recipe");
+is the authors' training recipe (docs/usage.md, "The paper's recipe");
 "tokens" is the tuned recipe with NER as token classification (sla_token_ner).
 
     python configs/generate.py          # (re)write configs/*.cfg
@@ -52,12 +52,12 @@ class Recipe(NamedTuple):
 RECIPES = {
     "paper": Recipe(
         "# Follows the paper's recipe (Li et al. 2021; the authors' train.sh and src/run.py), not the tuned\n"
-        "# settings of TASK_ATTENTION.cfg: docs/training.md, \"The paper's recipe\".\n",
+        "# settings of TASK_ATTENTION.cfg: docs/usage.md, \"The paper's recipe\".\n",
         components={"ner": "token_ner"},
     ),
     "tokens": Recipe(
         "# The tuned settings of TASK_ATTENTION.cfg with NER as token classification (sla_token_ner: a softmax\n"
-        "# over BIO tags on each token) instead of spaCy's transition-based ner: docs/training.md, \"Token NER\".\n",
+        "# over BIO tags on each token) instead of spaCy's transition-based ner: docs/usage.md, \"Token NER\".\n",
         components={"ner": "token_ner"},
         tasks=("conll2003",),
     ),

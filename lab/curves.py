@@ -1,5 +1,5 @@
 """Learning curves from run records: the dev score at every evaluation of a
-run, per task and variant, to show whether a budget has converged (issue 12).
+run, per task and variant, to show whether a budget has converged.
 
 Both kinds of record carry a `curve` (a list of {"step", "score", ...}): the
 spaCy runs from `spacy train`'s log (lab/experiments.training_curve),

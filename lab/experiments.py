@@ -451,7 +451,7 @@ def parity_rows(rows: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     task and budget that trains as it does (vanilla and tokens-vanilla
     against plain, paper-vanilla against paper-plain): the seed-paired
     difference plain − pipeline with its 95% t-interval. Parity is what makes
-    the variant comparisons worth reading (issue 12)."""
+    the variant comparisons worth reading."""
     parity = []
     for pipeline in rows:
         recipe, base = split_recipe(pipeline["variant"])

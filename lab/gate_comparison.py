@@ -2,7 +2,7 @@
 `spacy sla gates MODEL DATA --compare OTHER` writes (one per seed, e.g. an
 SLA model and the window model of the same seed), the per-layer difference
 of mean gates MODEL − OTHER, and the paired 95% t-interval of that
-difference over the reports (issue 12).
+difference over the reports.
 
 A report's layers are paired by layer index; a seed's summary is the mean of
 its per-layer differences (every layer is averaged over the same tokens, so

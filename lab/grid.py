@@ -8,7 +8,7 @@ settings are kept by either.
 On a cluster, the working directory (configs/, corpus/, training/, results/
 and the transformer and parser, if given as paths) must be on storage that
 every node mounts at the same path: each task changes to the driver's working
-directory before it runs (docs/scaling.md).
+directory before it runs (docs/usage.md, "Scaling out with Ray").
 
 Ray is imported when a grid runs, never by `import spacy_sla`.
 """
@@ -93,7 +93,7 @@ def execute_run(run: GridRun, working_dir: str) -> AbResult:
     if not Path(working_dir).is_dir():
         return AbResult(run, "failed", 0.0, error=(
             f"the working directory {working_dir} is not on this node: on a cluster, start the grid from storage "
-            "that every node mounts at the same path (docs/scaling.md)"))
+            "that every node mounts at the same path (docs/usage.md, Scaling out with Ray)"))
     os.chdir(working_dir)
     try:
         stage, log_path = "train", run.run_dir / TRAIN_OUTPUT

@@ -1,6 +1,5 @@
 """Coded errors and warnings, in spaCy's style: every message says how to fix
-the problem, and its code can be searched in the README's troubleshooting
-section."""
+the problem, and its code is listed with its fix in docs/reference.md."""
 
 
 class SLACodes(type):
@@ -201,7 +200,7 @@ class Errors(metaclass=SLACodes):
     )
     E032 = (
         "Unknown attention variant '{variant}'. The variants spacy-sla ships: "
-        "{variants} (docs/variants.md says what each one does)."
+        "{variants} (\"Attention variants\" in docs/usage.md says what each one does)."
     )
     E033 = (
         "Cannot source a parser from '{parser}': {reason}. SLA needs a "

@@ -6,7 +6,7 @@ on every token and reads the entities back from the tags. `sla_token_ner`
 is that head as a spaCy component: spaCy's `Tagger` with BIO tags of the
 gold entities as its labels, whose predictions become `doc.ents`.
 
-Why it exists (docs/results.md, issue 12): at short fine-tuning budgets the
+Why it exists (docs/results.md, "History"): at short fine-tuning budgets the
 transition-based `ner` on MiniLM stays behind a plain transformers fine-tune
 of the same model on CoNLL-2003, by recall, and comparing attention variants
 needs a baseline that trains as well as what a user would otherwise do.

@@ -142,7 +142,7 @@ def test_the_tagger_softmax_starts_random_not_at_zero():
 
 
 def test_it_trains_on_a_transformer_through_a_listener(tiny_bert):
-    """The docs' way of adding it to a transformer pipeline (docs/training.md)."""
+    """The docs' way of adding it to a transformer pipeline (docs/usage.md)."""
     nlp = spacy.blank("en")
     nlp.add_pipe("transformer", config={"model": {"name": str(tiny_bert)}})
     nlp.add_pipe("sla_token_ner", name="ner", config={"model": {"tok2vec": {

@@ -123,10 +123,10 @@ def test_a_run_that_cannot_start_is_reported_not_raised(tmp_path):
                   transformer="x", parser="y", max_steps=1, eval_frequency=1)
     outcome = execute_run(run, str(tmp_path))
     assert outcome.status == "failed"
-    assert outcome.error.startswith("train: OSError: [SLA-E053] Could not read config file from configs/ud_missing.cfg")
-    assert "SLA-E053" in outcome.log_tail
+    assert outcome.error.startswith("train: OSError: [E053] Could not read config file from configs/ud_missing.cfg")
+    assert "[E053]" in outcome.log_tail
     line = progress_line(2, 5, outcome)
-    assert line.startswith("[2/5] ud/missing/seed0 FAILED after ") and "SLA-E053" in line
+    assert line.startswith("[2/5] ud/missing/seed0 FAILED after ") and "[E053]" in line
     report = grid_report([outcome])
     assert report.splitlines()[0].startswith("FAILED ud/missing/seed0: train: OSError")
     assert report.endswith("0 of 1 runs finished, 1 failed.")

@@ -5,7 +5,7 @@ difference: the output layer's weights start random, N(0, init_std²), as a
 new layer on BERT starts (initializer_range 0.02), not at zero as thinc's
 Softmax does by default.
 
-Why (docs/results.md, issue 12): with a zero output layer the gradient that
+Why (docs/results.md, "History"): with a zero output layer the gradient that
 reaches the transformer, Wᵀ(p − y), is zero at the start and stays tiny
 while W grows at the learning rate of fine-tuning (5e-5 per step at most);
 the pipeline learns the class prior through the bias and keeps predicting
@@ -14,7 +14,7 @@ random head trains the encoder from the first step.
 
 `spacy-sla.TextCatCLS.v1` classifies the [CLS] vector instead of mean-pooled
 tokens, as BERT fine-tunes do and as the paper's recipe (configs
-`*_paper-*.cfg`, docs/training.md) asks; its output layer starts the same way.
+`*_paper-*.cfg`, docs/usage.md) asks; its output layer starts the same way.
 
 `spacy-sla.Tagger.v1` is spaCy's `spacy.Tagger.v2` with the same random start
 of its softmax layer; `sla_token_ner` (NER as token classification) uses it.
@@ -134,7 +134,7 @@ def build_cls_text_classifier(
 
     The plain fine-tune's `--pooling cls` (lab.baseline)
     classifies the same vector (hidden[:, 0]) with dropout and a linear layer,
-    so the spaCy and plain runs of the paper's recipe (docs/training.md)
+    so the spaCy and plain runs of the paper's recipe (docs/usage.md)
     match. The authors' code differs: it classifies BERT's pooler output
     (a tanh dense layer on [CLS], pretrained with next sentence prediction),
     which is not used here (a Hugging Face base model without a pooler, such
