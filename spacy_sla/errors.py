@@ -58,7 +58,7 @@ class Errors(metaclass=SLACodes):
         "attention (mask: {mask}; {doc}). The SLA masks are computed from "
         "`token.head`, so a component that sets it must run first: add a "
         "parser before the SLA transformer, e.g. "
-        "`nlp.add_pipe(\"parser\", source=spacy.load(\"en_core_web_sm\"), "
+        "`nlp.add_pipe(\"parser\", source=spacy.load(\"{parser}\"), "
         "before=\"{name}\")`. In training, a frozen parser must also be listed "
         "in `[training] annotating_components` so that the training Docs are "
         "parsed. To process unparsed Docs with global attention instead, set "

@@ -59,6 +59,15 @@ def installed_default_parser(lang: str) -> str:
     return parser
 
 
+def example_parser(lang: str) -> str:
+    """A parser pipeline to name in an example for `lang`: the default, or a
+    stand-in path for a language without one."""
+    try:
+        return default_parser(lang)
+    except ValueError:
+        return f"path/to/a/{lang}/pipeline/with/a/parser"
+
+
 def install_advice(lang: str) -> str:
     """How to install a parser for `lang`, for the message of [SLA-E033]."""
     try:

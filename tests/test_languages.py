@@ -1,6 +1,7 @@
 """SLA pipelines for languages other than English: a parser trained here on a
 few hand-made Docs of German or Chinese is sourced before an sla_transformer,
 and its parse gives the local masks."""
+import re
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -126,3 +127,13 @@ def test_the_output_follows_the_parse(lang_and_parser, tiny_model):
     flat = [len(words) - 1] * len(words)
     other = trf_output(transformer(doc_of(nlp, words, flat, ["dep"] * (len(words) - 1) + ["ROOT"])))
     assert numpy.abs(other - parsed).max() > 1e-4
+
+
+@pytest.mark.parametrize("lang,parser", [("de", "de_core_news_sm"), ("zh", "zh_core_web_sm"),
+                                         ("eu", "path/to/a/eu/pipeline/with/a/parser")])
+def test_an_unparsed_doc_s_error_names_a_parser_for_its_language(lang, parser):
+    from spacy_sla import MissingParseError, SyntaxMask
+
+    doc = spacy.blank(lang)("ein zwei drei" if lang != "zh" else "一二三")
+    with pytest.raises(MissingParseError, match=rf"\[SLA-E001\].*source=spacy\.load\(\"{re.escape(parser)}\"\)"):
+        SyntaxMask()(doc)
