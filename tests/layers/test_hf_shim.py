@@ -208,3 +208,33 @@ def test_a_sentencepiece_tokenizer_without_the_library_gets_a_coded_error(use_fa
     assert "`pip install spacy-sla[sentencepiece]`" in message
     reason = "SentencePiece files without the sentencepiece library" if use_fast == "fast" else "requires the SentencePiece library"
     assert reason in message
+
+
+LOAD_SAVED_WITHOUT_SENTENCEPIECE = """
+import sys
+sys.modules["sentencepiece"] = None
+import spacy, spacy_sla
+try:
+    spacy.load(sys.argv[1])
+except OSError as error:
+    print(error)
+"""
+
+
+def test_a_saved_pipeline_whose_tokenizer_needs_sentencepiece_gets_a_coded_error_without_it(tmp_path):
+    import subprocess
+    import sys
+
+    pytest.importorskip("sentencepiece")
+    from tiny_models import save_tiny_xlmr
+
+    model = save_tiny_xlmr(tmp_path / "xlmr")
+    nlp = sla_nlp(model, tokenizer_config={"use_fast": False})
+    nlp.to_disk(tmp_path / "pipeline")
+    result = subprocess.run([sys.executable, "-c", LOAD_SAVED_WITHOUT_SENTENCEPIECE, str(tmp_path / "pipeline")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    message = result.stdout.strip()
+    assert message.startswith(f"[SLA-E005] Could not load the transformer '{model}': XLMRobertaTokenizer requires "
+                              "the SentencePiece library"), message
+    assert "`pip install spacy-sla[sentencepiece]`" in message
