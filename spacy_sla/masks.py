@@ -36,6 +36,7 @@ from .dependency_tree import (
     padded_forest_reach,
 )
 from .errors import Errors
+from .parsers import example_parser
 from .punctuation import check_punct_rule, punct_rule_from_flag
 
 DocLike = Union[Doc, Span]
@@ -64,7 +65,9 @@ class MissingParseError(ValueError):
         place: Optional[str] = None,
     ) -> "MissingParseError":
         described = describe_doc(doc, place)
-        return cls(Errors.E001.format(mask=mask, name=component, doc=described), mask=mask, doc=doc)
+        parser = example_parser(doc.lang_ if doc is not None else "en")
+        message = Errors.E001.format(mask=mask, name=component, doc=described, parser=parser)
+        return cls(message, mask=mask, doc=doc)
 
     def in_component(
         self, component: str, docs: Sequence[Doc] = (), first_index: int = 0, where: str = "batch"

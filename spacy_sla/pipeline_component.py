@@ -16,6 +16,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .errors import Errors
 from .gates import GATES_ATTR, install_gate_extension, token_gates
+from .layers.transformer_model import TOK2VEC_ARCHITECTURES, SLATransformerModel
 from .masks import MissingParseError, position_of
 
 DEFAULT_CONFIG_STR = """
@@ -109,6 +110,12 @@ class SLATransformer(Transformer):
         max_batch_items: int = 128 * 32,
         store_gates: bool = False,
     ):
+        if not isinstance(model, SLATransformerModel):
+            # spacy-transformers' own models would run with plain attention
+            # here, without a word: the component's masks and gates need ours.
+            raise ValueError(Errors.E086.format(
+                name=name, model=f"'{model.name}' ({type(model).__name__})",
+                architectures=" or ".join(sorted(TOK2VEC_ARCHITECTURES, reverse=True))))
         super().__init__(vocab, model, set_extra_annotations, name=name, max_batch_items=max_batch_items)
         self.max_batch_items = max_batch_items
         self.store_gates = store_gates

@@ -9,6 +9,13 @@
 "spacy": spaCy's IS_PUNCT of the token, spread to all its pieces.
 "none": no punctuation rule.
 
+The authors' characters are ASCII: scripts whose punctuation is not (the
+CJK "。，、！？「」", the Arabic "،؟", the Devanagari danda "।", ...) keep
+their punctuation hidden under "authors", like words. spaCy's IS_PUNCT is true
+for a token whose characters are all in a Unicode punctuation category, so
+"spacy" makes them visible; default_punct_rule names it for the languages
+written so.
+
 A rule decided per wordpiece cannot be shown in a token-level matrix, so the
 builders apply "spacy" themselves and leave "authors" to the step that turns
 token masks into wordpiece masks (syntax_inputs).
@@ -25,6 +32,17 @@ PUNCT_RULES = ("authors", "spacy", "none")
 # Byte-level BPE (RoBERTa) and SentencePiece mark a preceding space with a
 # first character of their own; the authors' (BERT) pieces have none.
 _SPACE_MARKERS = ("\u0120", "\u2581")
+
+
+# spaCy language codes of scripts whose full stop and comma are not ASCII
+NON_ASCII_PUNCTUATION_LANGUAGES = ("am", "ar", "bn", "fa", "hi", "hy", "ja", "mr", "ne", "sa", "ti", "ur", "zh")
+
+
+def default_punct_rule(lang: str) -> str:
+    """The punctuation rule for a pipeline of `lang`: the authors' unless
+    the language's punctuation is not ASCII, which their rule would treat as
+    words; spaCy's Unicode IS_PUNCT then."""
+    return "spacy" if lang in NON_ASCII_PUNCTUATION_LANGUAGES else "authors"
 
 
 def check_punct_rule(value: str, builder: str) -> str:

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).parent.parent / "spacy_sla"
 # bottom to top
 LAYERS = [
     {"about", "errors", "files"},
-    {"punctuation", "dependency_tree", "conllu"},
+    {"punctuation", "dependency_tree", "conllu", "parsers"},
     {"masks", "data_classes"},
     {"syntax_inputs"},
     {"layers"},

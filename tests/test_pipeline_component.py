@@ -2,6 +2,7 @@ import re
 
 import numpy
 import pytest
+import spacy
 import torch
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -232,3 +233,17 @@ def test_a_hub_name_that_cannot_be_reached_says_no_local_directory_has_it(tmp_pa
     monkeypatch.chdir(tmp_path)
     with pytest.raises(OSError, match=r"\[SLA-E005\].*nor is there a local directory .*no-such-org/no-such-model"):
         sla_nlp("no-such-org/no-such-model")
+
+
+def test_a_plain_transformer_model_in_the_sla_component_gets_a_coded_error(tiny_bert):
+    nlp = spacy.blank("en")
+    plain_model = {
+        "@architectures": "spacy-transformers.TransformerModel.v3",
+        "name": str(tiny_bert),
+        "get_spans": {"@span_getters": "spacy-transformers.strided_spans.v1", "window": 128, "stride": 96},
+    }
+    with pytest.raises(ValueError, match=r"\[SLA-E086\] The component 'sla_transformer' .* 'transformer' "
+                                         r"\(TransformerModel\), which is not an SLA model.*"
+                                         r"spacy-sla\.SLATransformerModel\.v2 or spacy-sla\.SLATransformerModel\.v1"):
+        nlp.add_pipe("sla_transformer", config={"model": plain_model})
+    assert nlp.pipe_names == []

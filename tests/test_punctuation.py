@@ -9,7 +9,7 @@ import spacy
 from spacy.tokens import Doc
 
 from spacy_sla import SyntaxMask, WindowMask
-from spacy_sla.punctuation import AUTHORS_PUNCTUATION, is_authors_punctuation
+from spacy_sla.punctuation import AUTHORS_PUNCTUATION, default_punct_rule, is_authors_punctuation
 
 from util import english_vocab, parsed_doc, sla_nlp
 
@@ -159,3 +159,41 @@ def test_masks_equal_the_authors_procedure_on_real_parses(threshold):
         expected = authors_procedure(doc, tokenizer, threshold)
         assert ours.shape == expected.shape, doc.text
         assert (ours == expected).all(), (doc.text, numpy.argwhere(ours != expected).tolist())
+
+
+# --- scripts whose punctuation is not ASCII ------------------------------------------
+
+CJK_PUNCTUATION = "\u3002\uff0c\u3001\uff01\uff1f\u300c\u300d"  # 。，、！？「」
+
+
+def test_the_authors_rule_takes_cjk_punctuation_for_words_and_spacys_does_not():
+    vocab = spacy.blank("zh").vocab
+    for mark in CJK_PUNCTUATION:
+        assert not is_authors_punctuation(mark), mark
+        assert vocab[mark].is_punct, mark  # every character in a Unicode punctuation category
+    assert default_punct_rule("zh") == default_punct_rule("ja") == "spacy"
+    assert default_punct_rule("en") == default_punct_rule("de") == "authors"
+
+
+def test_cjk_punctuation_pieces_are_visible_by_spacys_rule_only(tmp_path):
+    from tiny_models import save_tiny_model
+
+    # 猫坐了，狗跑了。 (the cat sat, the dog ran.): one piece per character
+    words = list("\u732b\u5750\u4e86\uff0c\u72d7\u8dd1\u4e86\u3002")
+    heads = [1, 1, 1, 1, 5, 1, 5, 1]
+    model = save_tiny_model(tmp_path / "tiny-bert-zh", extra_pieces=words)
+    vocab = spacy.blank("zh").vocab
+    doc = parsed_doc(vocab, words, heads, spaces=[False] * len(words))
+    masks = {}
+    for rule in ("authors", "spacy", "none"):
+        nlp = sla_nlp(model, mask={**SLA_V3, "punct_rule": rule})
+        (pieces,) = nlp.get_pipe("sla_transformer").model.tokenize([doc[:]])[0].strings
+        assert pieces == ["[CLS]", *words, "[SEP]"]
+        masks[rule] = piece_masks(nlp, doc)
+    comma, stop = 4, 8  # the pieces of "，" and "。"
+    # the stop hangs from the verb 坐, the first dog word 狗 is 3 hops from it
+    assert not masks["none"][5, stop]
+    assert (masks["authors"] == masks["none"]).all()
+    assert masks["spacy"][:, comma].all() and masks["spacy"][:, stop].all()
+    others = [k for k in range(len(pieces)) if k not in (comma, stop)]
+    assert (masks["spacy"][:, others] == masks["none"][:, others]).all()

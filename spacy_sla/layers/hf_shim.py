@@ -1,5 +1,6 @@
 import os
 import pickle
+import traceback
 import warnings
 from io import BytesIO
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -14,9 +15,10 @@ from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
 from thinc.api import get_torch_default_device
 from thinc.types import ArgsKwargs
-from transformers import PretrainedConfig
+from transformers import AutoTokenizer, PretrainedConfig
+from transformers.utils import is_sentencepiece_available
 
-from ..errors import Errors, Warnings
+from ..errors import Errors, TransformerLoadFixes, Warnings
 from .syntax_aware_transformer import SyntaxAwareTransformer
 
 # The only tokenizer setting spacy-transformers saves with a model; a saved
@@ -132,10 +134,14 @@ class SLAShim(HFShim):
             try:
                 config = self.config_cls.from_pretrained(config_file, trust_remote_code=trust_remote_code)
                 tokenizer = self.tokenizer_cls.from_pretrained(str(temp_dir.absolute()), **settings)
-            except ValueError as error:
-                if trust_remote_code or "trust_remote_code" not in str(error):
+            except (ImportError, ValueError) as error:
+                if is_missing_library(error):
+                    name = config_dict.get("_name_or_path") or "saved with the pipeline"
+                    raise OSError(Errors.E005.format(name=name, reason=missing_library_reason(error),
+                                                     fix=TransformerLoadFixes.LIBRARY)) from error
+                if isinstance(error, ImportError) or trust_remote_code or "trust_remote_code" not in str(error):
                     raise
-                raise ValueError(Errors.E047.format(reason=str(error).splitlines()[0])) from None
+                raise ValueError(Errors.E047.format(reason=first_line(error))) from None
             vocab_file_contents = _vocab_file_contents(tokenizer, temp_dir)
         transformer = self.model_cls.from_config(config)
         self._hfmodel = HFObjects(tokenizer, transformer, vocab_file_contents, SimpleFrozenDict(), SimpleFrozenDict())
@@ -177,19 +183,75 @@ def _is_local_path(name: str) -> bool:
     )
 
 
+def first_line(error: BaseException) -> str:
+    """The first non-empty line of an error's message, without its final stop."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return (lines[0] if lines else type(error).__name__).rstrip(".")
+
+
+def is_missing_library(error: BaseException) -> bool:
+    """Whether loading a tokenizer failed for a library that is not installed:
+    transformers' ImportError for a tokenizer class that needs one, or its
+    ValueError when a fast tokenizer cannot be converted from SentencePiece
+    files without sentencepiece."""
+    if isinstance(error, ImportError):
+        return True
+    message = str(error)
+    converting = "SentencePiece" in message or "sentencepiece" in message or "tiktoken" in message
+    return isinstance(error, ValueError) and converting and not is_sentencepiece_available()
+
+
+def missing_library_reason(error: BaseException) -> str:
+    """What is missing, in a sentence (transformers' messages run on)."""
+    if isinstance(error, ImportError):
+        return first_line(error).split(". ")[0]
+    return "transformers cannot make its fast tokenizer from the SentencePiece files without the sentencepiece library"
+
+
+def _raised_in_spacy_transformers_loader(error: BaseException) -> bool:
+    """Whether the error comes from huggingface_from_pretrained's own lines,
+    not from the Hugging Face code it calls."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and frames[-1].name == huggingface_from_pretrained.__name__
+
+
+def _vocabulary_file_name(name: str, tokenizer_config: dict) -> str:
+    """The file name the model's tokenizer class gives its vocabulary (e.g.
+    sentencepiece.bpe.model for XLM-R), for the message of [SLA-E005]."""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(name), **tokenizer_config)
+        return tokenizer.vocab_files_names["vocab_file"]
+    except (OSError, ValueError, KeyError, ImportError):
+        return "the file its tokenizer class names as vocab_file"
+
+
 def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict) -> HFObjects:
     """The tokenizer and encoder from a local directory or the hub; whatever
-    prevents finding them is [SLA-E005], which names what was looked for."""
+    prevents finding or reading them is [SLA-E005], which names what was
+    looked for and how to fix it."""
     local = Path(str(name)).expanduser()
     if _is_local_path(str(name)) and not local.exists():
         # Hugging Face would try it as a hub id and fail on its form
         # (HFValidationError), without saying that the directory is missing.
         reason = f"the local directory {local.resolve()} does not exist"
-        raise OSError(Errors.E005.format(name=name, reason=reason))
+        raise OSError(Errors.E005.format(name=name, reason=reason, fix=TransformerLoadFixes.HUB))
     try:
         return huggingface_from_pretrained(name, dict(tokenizer_config), dict(transformer_config))
     except (OSError, HFValidationError) as error:
-        reason = str(error).splitlines()[0].rstrip(".")
+        reason = first_line(error)
         if not local.exists():
             reason += f"; nor is there a local directory {local.resolve()}"
-        raise OSError(Errors.E005.format(name=name, reason=reason)) from error
+        raise OSError(Errors.E005.format(name=name, reason=reason, fix=TransformerLoadFixes.HUB)) from error
+    except (ImportError, ValueError) as error:
+        if not is_missing_library(error):
+            raise
+        raise OSError(Errors.E005.format(name=name, reason=missing_library_reason(error),
+                                         fix=TransformerLoadFixes.LIBRARY)) from error
+    except TypeError as error:
+        # spacy-transformers opens tokenizer.vocab_file, None for a fast
+        # tokenizer read from tokenizer.json alone
+        if not _raised_in_spacy_transformers_loader(error):
+            raise
+        fix = TransformerLoadFixes.VOCAB_FILE.format(vocab_file=_vocabulary_file_name(name, dict(tokenizer_config)))
+        reason = "its tokenizer has no vocabulary file (tokenizer.vocab_file is None)"
+        raise OSError(Errors.E005.format(name=name, reason=reason, fix=fix)) from error

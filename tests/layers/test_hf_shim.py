@@ -153,3 +153,88 @@ def test_a_model_folder_of_the_old_layout_is_refused(saved_pipeline, tmp_path):
     (tmp_path / "tampered" / MODEL_FILE).mkdir()
     with pytest.raises(ValueError, match=r"\[SLA-E049\]"):
         spacy.load(tmp_path / "tampered")
+
+
+# --- tokenizer files the model cannot be loaded from: [SLA-E005] with the fix -------
+
+def test_a_fast_tokenizer_without_its_vocabulary_file_gets_a_coded_error(tmp_path):
+    from tiny_models import save_tiny_xlmr
+
+    path = save_tiny_xlmr(tmp_path / "xlmr-tokenizer-json", sentencepiece_file=False)
+    assert (path / "tokenizer.json").is_file() and not (path / "sentencepiece.bpe.model").exists()
+    with pytest.raises(OSError, match=r"\[SLA-E005\] Could not load the transformer .*xlmr-tokenizer-json': its "
+                                      r"tokenizer has no vocabulary file .*\(sentencepiece\.bpe\.model\).*beside "
+                                      r"tokenizer\.json") as raised:
+        sla_nlp(path)
+    assert isinstance(raised.value.__cause__, TypeError)
+
+
+def test_an_xlmr_directory_with_its_sentencepiece_file_loads(tmp_path):
+    pytest.importorskip("sentencepiece")
+    from tiny_models import save_tiny_xlmr
+
+    nlp = sla_nlp(save_tiny_xlmr(tmp_path / "xlmr"))
+    doc = nlp(the_cat_sat(nlp.vocab))
+    assert trf_output(doc).shape[-1] == 32
+
+
+LOAD_WITHOUT_SENTENCEPIECE = """
+import sys
+sys.modules["sentencepiece"] = None  # as if it were not installed: importlib finds no spec
+import spacy, spacy_sla
+nlp = spacy.blank("en")
+nlp.add_pipe("sla_transformer", config={"model": {"name": sys.argv[1], "tokenizer_config": {"use_fast": sys.argv[2] == "fast"}}})
+try:
+    nlp.initialize()
+except OSError as error:
+    print(error)
+"""
+
+
+@pytest.mark.parametrize("use_fast", ["fast", "slow"])
+def test_a_sentencepiece_tokenizer_without_the_library_gets_a_coded_error(use_fast, tmp_path):
+    import subprocess
+    import sys
+
+    pytest.importorskip("sentencepiece")
+    from tiny_models import save_tiny_xlmr
+
+    path = save_tiny_xlmr(tmp_path / "xlmr")
+    result = subprocess.run([sys.executable, "-c", LOAD_WITHOUT_SENTENCEPIECE, str(path), use_fast],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    message = result.stdout.strip()
+    assert message.startswith(f"[SLA-E005] Could not load the transformer '{path}': ")
+    assert "`pip install spacy-sla[sentencepiece]`" in message
+    reason = "SentencePiece files without the sentencepiece library" if use_fast == "fast" else "requires the SentencePiece library"
+    assert reason in message
+
+
+LOAD_SAVED_WITHOUT_SENTENCEPIECE = """
+import sys
+sys.modules["sentencepiece"] = None
+import spacy, spacy_sla
+try:
+    spacy.load(sys.argv[1])
+except OSError as error:
+    print(error)
+"""
+
+
+def test_a_saved_pipeline_whose_tokenizer_needs_sentencepiece_gets_a_coded_error_without_it(tmp_path):
+    import subprocess
+    import sys
+
+    pytest.importorskip("sentencepiece")
+    from tiny_models import save_tiny_xlmr
+
+    model = save_tiny_xlmr(tmp_path / "xlmr")
+    nlp = sla_nlp(model, tokenizer_config={"use_fast": False})
+    nlp.to_disk(tmp_path / "pipeline")
+    result = subprocess.run([sys.executable, "-c", LOAD_SAVED_WITHOUT_SENTENCEPIECE, str(tmp_path / "pipeline")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    message = result.stdout.strip()
+    assert message.startswith(f"[SLA-E005] Could not load the transformer '{model}': XLMRobertaTokenizer requires "
+                              "the SentencePiece library"), message
+    assert "`pip install spacy-sla[sentencepiece]`" in message
