@@ -1,8 +1,9 @@
-"""Tiny random transformers with a toy WordPiece vocabulary, saved to a
-directory and loaded by path: the tests never reach the Hugging Face hub."""
+"""Tiny random transformers with a toy WordPiece vocabulary (or, for the
+SentencePiece families, a unigram model trained on the toy words), saved to
+a directory and loaded by path: the tests never reach the Hugging Face hub."""
 import string
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 SPECIAL_PIECES = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
@@ -20,6 +21,41 @@ def toy_vocab() -> List[str]:
     return vocab
 
 
+# MPNet's embeddings take id 1 for padding (their position ids count the
+# other pieces), so its vocabulary starts like the pretrained one's.
+MPNET_SPECIAL_PIECES = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+SENTENCEPIECE_CONTROL_PIECES = ["[CLS]", "[SEP]", "[MASK]"]
+
+
+def mpnet_vocab() -> List[str]:
+    return MPNET_SPECIAL_PIECES + toy_vocab()[len(SPECIAL_PIECES):]
+
+
+def save_sentencepiece_model(path: Path) -> Path:
+    """A unigram SentencePiece model of the toy words and characters, with
+    ALBERT's and DeBERTa-v2's ids: <pad> 0, <unk> 1, [CLS] 2, [SEP] 3,
+    [MASK] 4 (needs the sentencepiece package)."""
+    import sentencepiece
+
+    words = WORDS[:21] + ["walking", "walked", "cats", "dogs", "abc"]
+    lines = [" ".join(words[i:] + words[:i]) + " " + " ".join(string.punctuation + string.digits) for i in range(len(words))]
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines * 10),
+        model_prefix=str(path / "spiece"),
+        vocab_size=150,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=SENTENCEPIECE_CONTROL_PIECES,
+        hard_vocab_limit=False,
+        character_coverage=1.0,
+        minloglevel=2,
+    )
+    return path / "spiece.model"
+
+
 def save_tiny_model(
     path: Path,
     model_type: str = "bert",
@@ -28,11 +64,17 @@ def save_tiny_model(
     n_heads: int = 4,
     max_length: int = 64,
     seed: int = 0,
+    position_embedding_type: Optional[str] = None,
 ) -> Path:
     """Save a randomly initialised encoder of the given family (bert,
-    distilbert, electra) with a lowercasing WordPiece tokenizer to path."""
+    distilbert, electra, mpnet with a lowercasing WordPiece tokenizer;
+    albert with a SentencePiece one) to path. position_embedding_type: BERT's
+    (absolute when None)."""
     import torch
     from transformers import (
+        AlbertConfig,
+        AlbertModel,
+        AlbertTokenizerFast,
         BertConfig,
         BertModel,
         BertTokenizerFast,
@@ -42,22 +84,40 @@ def save_tiny_model(
         ElectraConfig,
         ElectraModel,
         ElectraTokenizerFast,
+        MPNetConfig,
+        MPNetModel,
+        MPNetTokenizerFast,
     )
 
     path.mkdir(parents=True, exist_ok=True)
+    vocab = mpnet_vocab() if model_type == "mpnet" else toy_vocab()
     vocab_file = path / "vocab.txt"
-    vocab_file.write_text("\n".join(toy_vocab()) + "\n", encoding="utf8")
     torch.manual_seed(seed)
-    common = dict(vocab_size=len(toy_vocab()), max_position_embeddings=max_length)
+    common = dict(vocab_size=len(vocab), max_position_embeddings=max_length)
+    sizes = dict(num_hidden_layers=n_layers, num_attention_heads=n_heads, intermediate_size=2 * hidden_size)
+    if model_type == "albert":
+        vocab_file = save_sentencepiece_model(path)
+        tokenizer = AlbertTokenizerFast(vocab_file=str(vocab_file), model_max_length=max_length)
+        config = AlbertConfig(
+            embedding_size=hidden_size // 2, hidden_size=hidden_size, vocab_size=len(tokenizer),
+            max_position_embeddings=max_length, **sizes,
+        )
+        AlbertModel(config).save_pretrained(path)
+        tokenizer.save_pretrained(path)
+        return path
+    vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf8")
     if model_type == "bert":
         config = BertConfig(
             hidden_size=hidden_size,
-            num_hidden_layers=n_layers,
-            num_attention_heads=n_heads,
-            intermediate_size=2 * hidden_size,
+            position_embedding_type=position_embedding_type or "absolute",
+            **sizes,
             **common,
         )
         model, tokenizer_cls = BertModel(config), BertTokenizerFast
+    elif model_type == "mpnet":
+        # position ids start after the padding id
+        config = MPNetConfig(hidden_size=hidden_size, vocab_size=len(vocab), max_position_embeddings=max_length + 2, **sizes)
+        model, tokenizer_cls = MPNetModel(config), MPNetTokenizerFast
     elif model_type == "electra":
         config = ElectraConfig(
             embedding_size=hidden_size,
