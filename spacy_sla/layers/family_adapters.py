@@ -256,9 +256,9 @@ class AlbertStyleAttention(FamilyAdapter):
     module once, with one gate, and `layers` (what `sla_layers` and the
     parent-attention layer index) are those modules, not the depths. A
     wrapped module gates the local branch at every depth it runs at, from
-    that depth's input; the recorded gates have one row per depth, and a
-    supervised head is supervised at each of its depths (the losses
-    summed). A gate per depth would give the shared layer weights it does
+    that depth's input; its row of the recorded gates is the mean over its
+    depths (the rows stay those of `sla_layers`), and a supervised head is
+    supervised at each of its depths (the losses summed). A gate per depth would give the shared layer weights it does
     not have, and the model's parameter count would grow with its depth.
 
     With relative_key(_query) position embeddings, the relative term is

@@ -332,11 +332,13 @@ class SyntaxAwareAttention(nn.Module):
         if batch.record_gates:
             # one value per token: the mean over the heads' gates
             batch.gates.append(gate.mean(-1).detach().float())
+            batch.gate_modules.append(self)
         return gate.transpose(1, 2)[..., None]
 
     def _record_unused_gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> None:
         if batch.record_gates and self.gate is not None:
             batch.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
+            batch.gate_modules.append(self)
 
     def parent_loss(
         self,

@@ -213,11 +213,24 @@ class SyntaxAwareTransformer(nn.Module):
         if restore is not None:
             _restore_order(output, restore)
         if batch.gates:
-            gates = torch.stack(batch.gates)  # (n_sla_layers, batch, n_pieces)
+            gates = self._gates_per_module(batch)  # (n_sla_layers, batch, n_pieces)
             output.gates = gates if restore is None else gates.index_select(1, restore.to(gates.device))
         if batch.auxiliary_losses:
             output.auxiliary_loss = self.parent_attention.weight * torch.stack(batch.auxiliary_losses).sum()
         return output
+
+    def _gates_per_module(self, batch: AttentionBatch) -> torch.Tensor:
+        """The recorded gates, one row per gated module in layer order; a
+        module that runs at several depths (ALBERT's shared layer) gets the
+        mean of its depths' gates, so that the rows stay those of
+        `sla_layers`."""
+        if len(batch.gates) == len(self.sla_layers):
+            return torch.stack(batch.gates)
+        rows = []
+        for module in self.sla_modules():
+            calls = [gates for gates, caller in zip(batch.gates, batch.gate_modules) if caller is module]
+            rows.append(torch.stack(calls).mean(0))
+        return torch.stack(rows)
 
     def _prediction_order(
         self,

@@ -13,7 +13,7 @@ import copy
 import pytest
 import torch
 from torch.nn import functional as F
-from transformers import BertConfig, DistilBertConfig, GPT2Config, GPT2Model, MPNetConfig
+from transformers import AlbertConfig, AlbertModel, BertConfig, DistilBertConfig, GPT2Config, GPT2Model, MPNetConfig
 
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.layers import ATTENTION_FAMILIES, AttentionPaths, FamilyAdapter, SyntaxAwareTransformer
@@ -28,7 +28,7 @@ from spacy_sla.layers.family_adapters import (
 )
 
 from .encoders import sla_output
-from util import batch_inputs, random_local_mask, tiny_encoder, vanilla_output
+from util import ENCODER_SIZES, batch_inputs, random_local_mask, tiny_encoder, vanilla_output
 
 PLAIN_FAMILIES = ["bert", "roberta", "electra", "distilbert"]
 POSITION_TERM_FAMILIES = ["bert-relative_key", "bert-relative_key_query", "mpnet", "albert-relative_key_query"]
@@ -160,12 +160,26 @@ def test_albert_gates_its_shared_layer_once_and_records_a_gate_per_depth():
         "transformer.encoder.albert_layer_groups.0.albert_layers.0.attention.gate.weight",
         "transformer.encoder.albert_layer_groups.0.albert_layers.0.attention.gate.bias",
     ]
+    depths = []
+    sla.sla_modules()[0].gate.register_forward_hook(lambda module, inputs, output: depths.append(torch.sigmoid(output[..., 0])))
     input_ids, attention_mask = batch_inputs()
     with torch.no_grad():
         output = sla(input_ids, attention_mask, local_mask=random_local_mask(), record_gates=True)
-    assert output.gates.shape == (3, 2, 9)
-    # the depths' inputs differ, so do their gates
-    assert not torch.allclose(output.gates[0], output.gates[1])
+    # one row, as sla_layers has one module: the mean over the three depths,
+    # whose inputs, and so gates, differ
+    assert len(depths) == 3 and not torch.allclose(depths[0], depths[1])
+    assert output.gates.shape == (1, 2, 9)
+    assert torch.allclose(output.gates[0], torch.stack(depths).mean(0))
+
+
+def test_albert_with_a_module_per_depth_gates_each():
+    model = AlbertModel(AlbertConfig(hidden_size=32, embedding_size=16, num_hidden_groups=3, **ENCODER_SIZES)).eval()
+    sla = SyntaxAwareTransformer(model, sla_layers=[0, 2]).eval()
+    assert len(AlbertStyleAttention.layers(model)) == 3 and len(sla.sla_modules()) == 2
+    input_ids, attention_mask = batch_inputs()
+    with torch.no_grad():
+        output = sla(input_ids, attention_mask, local_mask=random_local_mask(), record_gates=True)
+    assert output.gates.shape == (2, 2, 9)
 
 
 @pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "albert"])
