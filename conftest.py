@@ -52,6 +52,12 @@ def tiny_albert(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny-albert"), "albert")
 
 
+@pytest.fixture(scope="session")
+def tiny_deberta_v3(tmp_path_factory) -> Path:
+    pytest.importorskip("sentencepiece", reason="the tiny DeBERTa's tokenizer is trained with sentencepiece")
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-deberta-v3"), "deberta-v2")
+
+
 @pytest.fixture(scope="module")
 def ray_instance():
     """A local Ray instance of 2 CPUs for the tests of one module."""

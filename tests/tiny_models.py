@@ -27,6 +27,19 @@ MPNET_SPECIAL_PIECES = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 SENTENCEPIECE_CONTROL_PIECES = ["[CLS]", "[SEP]", "[MASK]"]
 
 
+# DeBERTa-v3's attention settings, with fewer position buckets
+DEBERTA_V3 = dict(
+    relative_attention=True,
+    pos_att_type=["p2c", "c2p"],
+    position_buckets=8,
+    max_relative_positions=-1,
+    share_att_key=True,
+    norm_rel_ebd="layer_norm",
+    position_biased_input=False,
+    type_vocab_size=0,
+)
+
+
 def mpnet_vocab() -> List[str]:
     return MPNET_SPECIAL_PIECES + toy_vocab()[len(SPECIAL_PIECES):]
 
@@ -38,7 +51,8 @@ def save_sentencepiece_model(path: Path) -> Path:
     import sentencepiece
 
     words = WORDS[:21] + ["walking", "walked", "cats", "dogs", "abc"]
-    lines = [" ".join(words[i:] + words[:i]) + " " + " ".join(string.punctuation + string.digits) for i in range(len(words))]
+    characters = " ".join(string.punctuation + string.digits + string.ascii_uppercase)
+    lines = [" ".join(words[i:] + words[:i]) + " " + characters for i in range(len(words))]
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(lines * 10),
         model_prefix=str(path / "spiece"),
@@ -68,7 +82,8 @@ def save_tiny_model(
 ) -> Path:
     """Save a randomly initialised encoder of the given family (bert,
     distilbert, electra, mpnet with a lowercasing WordPiece tokenizer;
-    albert with a SentencePiece one) to path. position_embedding_type: BERT's
+    albert, and deberta-v2 configured as DeBERTa-v3, with a SentencePiece
+    one) to path. position_embedding_type: BERT's
     (absolute when None)."""
     import torch
     from transformers import (
@@ -78,6 +93,9 @@ def save_tiny_model(
         BertConfig,
         BertModel,
         BertTokenizerFast,
+        DebertaV2Config,
+        DebertaV2Model,
+        DebertaV2TokenizerFast,
         DistilBertConfig,
         DistilBertModel,
         DistilBertTokenizerFast,
@@ -103,6 +121,17 @@ def save_tiny_model(
             max_position_embeddings=max_length, **sizes,
         )
         AlbertModel(config).save_pretrained(path)
+        tokenizer.save_pretrained(path)
+        return path
+    if model_type == "deberta-v2":
+        vocab_file = save_sentencepiece_model(path)
+        tokenizer = DebertaV2TokenizerFast(
+            vocab_file=str(vocab_file), pad_token="<pad>", unk_token="<unk>", model_max_length=max_length
+        )
+        config = DebertaV2Config(
+            hidden_size=hidden_size, vocab_size=len(tokenizer), max_position_embeddings=max_length, **DEBERTA_V3, **sizes
+        )
+        DebertaV2Model(config).save_pretrained(path)
         tokenizer.save_pretrained(path)
         return path
     vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf8")

@@ -113,7 +113,8 @@ ENCODER_SIZES = dict(num_hidden_layers=3, num_attention_heads=4, intermediate_si
 def tiny_encoder(family: str):
     """A randomly initialised 3-layer encoder of the family, in eval mode:
     bert, roberta, electra, distilbert, mpnet, albert (one layer module run
-    at three depths), or bert-<type> / albert-<type> with that
+    at three depths), deberta-v2 (configured as DeBERTa-v3), or bert-<type> /
+    albert-<type> with that
     position_embedding_type (relative_key, relative_key_query)."""
     import torch
     from transformers import (
@@ -121,6 +122,8 @@ def tiny_encoder(family: str):
         AlbertModel,
         BertConfig,
         BertModel,
+        DebertaV2Config,
+        DebertaV2Model,
         DistilBertConfig,
         DistilBertModel,
         ElectraConfig,
@@ -131,7 +134,11 @@ def tiny_encoder(family: str):
         RobertaModel,
     )
 
+    from tiny_models import DEBERTA_V3
+
     torch.manual_seed(0)
+    if family == "deberta-v2":
+        return DebertaV2Model(DebertaV2Config(hidden_size=32, max_position_embeddings=64, **DEBERTA_V3, **ENCODER_SIZES)).eval()
     family, _, position_embedding_type = family.partition("-")
     positions = {"position_embedding_type": position_embedding_type} if position_embedding_type else {}
     if family == "bert":

@@ -3,10 +3,10 @@ layer by layer, gives the plain output with a mask that hides nothing, and
 an unsupported family is refused with the supported ones named.
 
 The families whose scores carry a position term (BERT's relative_key and
-relative_key_query, MPNet's relative bias, ALBERT with relative keys) give
-the plain output on every prediction path, and the training path that keeps
-only the scores for backward gives the gradients autograd gives, the
-position parameters' included. ALBERT's one layer module, run at every
+relative_key_query, MPNet's relative bias, ALBERT with relative keys,
+DeBERTa-v3's disentangled terms) give the plain output on every prediction
+path, and the training path that keeps only the scores for backward gives
+the gradients autograd gives, the position parameters' included. ALBERT's one layer module, run at every
 depth, gets one gate."""
 import copy
 
@@ -20,6 +20,7 @@ from spacy_sla.layers import ATTENTION_FAMILIES, AttentionPaths, FamilyAdapter, 
 from spacy_sla.layers.family_adapters import (
     AlbertStyleAttention,
     BertStyleSelfAttention,
+    DebertaV2StyleSelfAttention,
     DistilBertStyleAttention,
     MPNetStyleAttention,
     attention_family,
@@ -31,14 +32,14 @@ from .encoders import sla_output
 from util import ENCODER_SIZES, batch_inputs, random_local_mask, tiny_encoder, vanilla_output
 
 PLAIN_FAMILIES = ["bert", "roberta", "electra", "distilbert"]
-POSITION_TERM_FAMILIES = ["bert-relative_key", "bert-relative_key_query", "mpnet", "albert-relative_key_query"]
+POSITION_TERM_FAMILIES = ["bert-relative_key", "bert-relative_key_query", "mpnet", "albert-relative_key_query", "deberta-v2"]
 FAMILIES = PLAIN_FAMILIES + POSITION_TERM_FAMILIES + ["albert"]
 PREDICTION_PATHS = {
     "one score matrix": AttentionPaths(),
     "two SDPA calls": AttentionPaths(materialise_up_to=0),
     "probabilities": AttentionPaths(fused_attention=False),
 }
-SUPPORTED = "albert, bert, camembert, distilbert, electra, mpnet, roberta, xlm-roberta"
+SUPPORTED = "albert, bert, camembert, deberta-v2, distilbert, electra, mpnet, roberta, xlm-roberta"
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -87,7 +88,7 @@ def position_parameters(sla: SyntaxAwareTransformer):
     return {
         name: parameter
         for name, parameter in sla.named_parameters()
-        if "distance_embedding" in name or "relative_attention_bias" in name
+        if any(table in name for table in ("distance_embedding", "relative_attention_bias", "rel_embeddings"))
     }
 
 
@@ -182,7 +183,7 @@ def test_albert_with_a_module_per_depth_gates_each():
     assert output.gates.shape == (2, 2, 9)
 
 
-@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "albert"])
+@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "albert", "deberta-v2"])
 def test_a_restrictive_mask_changes_the_output(family):
     model = tiny_encoder(family)
     input_ids, attention_mask = batch_inputs()
@@ -198,7 +199,7 @@ def test_unsupported_architecture_names_the_supported_ones():
         SyntaxAwareTransformer(model)
 
 
-@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet"])
+@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "deberta-v2"])
 def test_each_adapter_finds_the_layers_and_replaces_their_self_attention(family):
     model = tiny_encoder(family)
     adapter = attention_family(model.config)
@@ -222,6 +223,7 @@ def test_the_table_maps_each_model_type_to_its_adapter():
         "distilbert": DistilBertStyleAttention,
         "mpnet": MPNetStyleAttention,
         "albert": AlbertStyleAttention,
+        "deberta-v2": DebertaV2StyleSelfAttention,
     }
     assert [BertStyleSelfAttention.attribute, DistilBertStyleAttention.attribute, MPNetStyleAttention.attribute] == [
         "self", "attention", "attn"
@@ -239,6 +241,7 @@ def test_the_table_maps_each_model_type_to_its_adapter():
         ("albert", "relative_key", AlbertStyleAttention),
         ("mpnet", None, MPNetStyleAttention),
         ("distilbert", None, DistilBertStyleAttention),
+        ("deberta-v2", None, DebertaV2StyleSelfAttention),
     ],
 )
 def test_check_model_type_gives_the_adapter_of_a_supported_type(model_type, position_embedding_type, adapter):
