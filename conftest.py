@@ -47,6 +47,11 @@ def tiny_mpnet(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_modernbert(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-modernbert"), "modernbert")
+
+
+@pytest.fixture(scope="session")
 def tiny_albert(tmp_path_factory) -> Path:
     pytest.importorskip("sentencepiece", reason="the tiny ALBERT's tokenizer is trained with sentencepiece")
     return save_tiny_model(tmp_path_factory.mktemp("tiny-albert"), "albert")

@@ -207,7 +207,7 @@ def test_a_token_level_listener_trains_too(tiny_bert):
     assert [t.tag_ for t in nlp(the_cat_sat(nlp.vocab))] == ["c", "c", "i", "c", "c", "i", "c"]
 
 
-@pytest.mark.parametrize("family", ["tiny_distilbert", "tiny_electra", "tiny_bert_relative", "tiny_mpnet", "tiny_albert", "tiny_deberta_v3"])
+@pytest.mark.parametrize("family", ["tiny_distilbert", "tiny_electra", "tiny_bert_relative", "tiny_mpnet", "tiny_albert", "tiny_deberta_v3", "tiny_modernbert"])
 def test_other_families_load_by_path_and_match_the_plain_component(family, request):
     path = request.getfixturevalue(family)
     sla = sla_nlp(path, mask={"@misc": "spacy-sla.window_mask.v1", "window": 1000, "punct_visible": False})
@@ -234,7 +234,7 @@ def test_a_hub_name_that_cannot_be_reached_says_no_local_directory_has_it(tmp_pa
         sla_nlp("no-such-org/no-such-model")
 
 
-@pytest.mark.parametrize("family", ["tiny_bert_relative", "tiny_mpnet"])
+@pytest.mark.parametrize("family", ["tiny_bert_relative", "tiny_mpnet", "tiny_modernbert"])
 def test_wordpiece_families_align_each_token_with_its_piece(family, request):
     nlp = sla_nlp(request.getfixturevalue(family))
     doc = nlp(the_cat_sat(nlp.vocab))

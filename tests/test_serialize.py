@@ -60,7 +60,7 @@ def test_to_bytes_and_from_bytes_keep_the_outputs(tiny_bert):
     assert_same_outputs(nlp, fresh)
 
 
-@pytest.mark.parametrize("family", ["tiny_bert_relative", "tiny_mpnet", "tiny_albert", "tiny_deberta_v3"])
+@pytest.mark.parametrize("family", ["tiny_bert_relative", "tiny_mpnet", "tiny_albert", "tiny_deberta_v3", "tiny_modernbert"])
 def test_the_families_with_a_position_term_or_shared_layers_round_trip(family, request, tmp_path):
     torch.manual_seed(0)
     nlp = sla_nlp(request.getfixturevalue(family), initialize=False, **SMALL_MASK)

@@ -82,8 +82,9 @@ def save_tiny_model(
 ) -> Path:
     """Save a randomly initialised encoder of the given family (bert,
     distilbert, electra, mpnet with a lowercasing WordPiece tokenizer;
-    albert, and deberta-v2 configured as DeBERTa-v3, with a SentencePiece
-    one) to path. position_embedding_type: BERT's
+    modernbert with a window of 2 pieces either side in every other layer,
+    and BERT's tokenizer; albert, and deberta-v2 configured as DeBERTa-v3,
+    with a SentencePiece one) to path. position_embedding_type: BERT's
     (absolute when None)."""
     import torch
     from transformers import (
@@ -104,6 +105,8 @@ def save_tiny_model(
         ElectraTokenizerFast,
         MPNetConfig,
         MPNetModel,
+        ModernBertConfig,
+        ModernBertModel,
         MPNetTokenizerFast,
     )
 
@@ -135,6 +138,7 @@ def save_tiny_model(
         tokenizer.save_pretrained(path)
         return path
     vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf8")
+    tokenizer_options = {}
     if model_type == "bert":
         config = BertConfig(
             hidden_size=hidden_size,
@@ -147,6 +151,15 @@ def save_tiny_model(
         # position ids start after the padding id
         config = MPNetConfig(hidden_size=hidden_size, vocab_size=len(vocab), max_position_embeddings=max_length + 2, **sizes)
         model, tokenizer_cls = MPNetModel(config), MPNetTokenizerFast
+    elif model_type == "modernbert":
+        # the toy WordPiece vocabulary's ids; ModernBERT takes no token type ids
+        # (its BPE tokenizer is not built offline, the model only needs ids)
+        config = ModernBertConfig(
+            hidden_size=hidden_size, local_attention=4, global_attn_every_n_layers=2,
+            pad_token_id=0, cls_token_id=2, sep_token_id=3, bos_token_id=2, eos_token_id=3, **sizes, **common,
+        )
+        model, tokenizer_cls = ModernBertModel(config), BertTokenizerFast
+        tokenizer_options = {"model_input_names": ["input_ids", "attention_mask"]}
     elif model_type == "electra":
         config = ElectraConfig(
             embedding_size=hidden_size,
@@ -165,6 +178,6 @@ def save_tiny_model(
     else:
         raise ValueError(f"No tiny model of type {model_type}")
     model.save_pretrained(path)
-    tokenizer = tokenizer_cls(vocab_file=str(vocab_file), do_lower_case=True, model_max_length=max_length)
+    tokenizer = tokenizer_cls(vocab_file=str(vocab_file), do_lower_case=True, model_max_length=max_length, **tokenizer_options)
     tokenizer.save_pretrained(path)
     return path

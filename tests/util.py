@@ -113,7 +113,8 @@ ENCODER_SIZES = dict(num_hidden_layers=3, num_attention_heads=4, intermediate_si
 def tiny_encoder(family: str):
     """A randomly initialised 3-layer encoder of the family, in eval mode:
     bert, roberta, electra, distilbert, mpnet, albert (one layer module run
-    at three depths), deberta-v2 (configured as DeBERTa-v3), or bert-<type> /
+    at three depths), deberta-v2 (configured as DeBERTa-v3), modernbert (a
+    sliding window in its middle layer), or bert-<type> /
     albert-<type> with that
     position_embedding_type (relative_key, relative_key_query)."""
     import torch
@@ -129,6 +130,8 @@ def tiny_encoder(family: str):
         ElectraConfig,
         ElectraModel,
         MPNetConfig,
+        ModernBertConfig,
+        ModernBertModel,
         MPNetModel,
         RobertaConfig,
         RobertaModel,
@@ -137,6 +140,12 @@ def tiny_encoder(family: str):
     from tiny_models import DEBERTA_V3
 
     torch.manual_seed(0)
+    if family == "modernbert":
+        # layer 1 attends within a window of 2 pieces either side
+        config = ModernBertConfig(
+            hidden_size=32, local_attention=4, global_attn_every_n_layers=2, pad_token_id=0, **ENCODER_SIZES
+        )
+        return ModernBertModel(config).eval()
     if family == "deberta-v2":
         return DebertaV2Model(DebertaV2Config(hidden_size=32, max_position_embeddings=64, **DEBERTA_V3, **ENCODER_SIZES)).eval()
     family, _, position_embedding_type = family.partition("-")

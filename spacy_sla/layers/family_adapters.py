@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention
+from transformers.models.modernbert.modeling_modernbert import apply_rotary_pos_emb
 
 from ..errors import Errors
 from .syntax_aware_attention import SyntaxAwareAttention
@@ -414,6 +415,75 @@ class DebertaV2StyleSelfAttention(FamilyAdapter):
         return context, probs
 
 
+class ModernBertStyleAttention(FamilyAdapter):
+    """Replaces the `attn` module of ModernBERT layers (eager or SDPA; the
+    unpadded Flash Attention layout is refused), which also holds the
+    output projection `Wo`: the mixing happens before it. The rotary
+    embeddings turn the queries and keys as in the model. In the layers
+    that attend within a sliding window, the window is the model's global
+    attention: it comes as a score bias (the type's minimum outside it) to
+    both branches, so the local branch sees the window's keys that the
+    local mask shows."""
+
+    attribute = "attn"
+
+    @staticmethod
+    def layers(model: PreTrainedModel) -> nn.ModuleList:
+        return model.layers
+
+    @staticmethod
+    def holder(layer: nn.Module) -> nn.Module:
+        return layer
+
+    def __init__(self, original: nn.Module, config, **options):
+        if config._attn_implementation == "flash_attention_2":
+            raise ValueError(
+                Errors.E009.format(
+                    name=config.name_or_path,
+                    reason="its flash_attention_2 layers attend over unpadded batches; load it with "
+                    "attn_implementation \"sdpa\" or \"eager\"",
+                )
+            )
+        super().__init__(original.all_head_size, original.num_heads, config.attention_dropout, config.initializer_range, **options)
+        self.Wqkv = original.Wqkv
+        self.rotary_emb = original.rotary_emb
+        self.Wo = original.Wo
+        self.out_drop = original.out_drop
+        self.local_attention = original.local_attention
+
+    def window_bias(self, length: int, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
+        """(1, 1, n, n): 0 within the layer's sliding window, the type's
+        minimum outside it; None for a layer that attends globally."""
+        if self.local_attention == (-1, -1):
+            return None
+        positions = torch.arange(length, device=device)
+        outside = (positions[:, None] - positions[None, :]).abs() > self.local_attention[0]
+        return torch.zeros((length, length), dtype=dtype, device=device).masked_fill_(outside, torch.finfo(dtype).min)[None, None]
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        output_attentions: bool = False,
+        position_ids: Optional[torch.Tensor] = None,
+        **kwargs,
+    ) -> Tuple[torch.Tensor, ...]:
+        batch, length, _ = hidden_states.shape
+        qkv = self.Wqkv(hidden_states).view(batch, length, 3, self.n_heads, self.head_size)
+        cos, sin = self.rotary_emb(qkv, position_ids=position_ids)
+        query, key, value = qkv.transpose(3, 1).unbind(dim=2)
+        query, key = apply_rotary_pos_emb(query, key, cos, sin)
+        context, probs = self.attend(
+            hidden_states,
+            query,
+            key,
+            value,
+            output_attentions,
+            score_bias=self.window_bias(length, query.dtype, query.device),
+        )
+        context = self.out_drop(self.Wo(context))
+        return (context, probs) if output_attentions else (context,)
+
+
 # model_type (of the Hugging Face config) -> its adapter
 ATTENTION_FAMILIES: Dict[str, Type[FamilyAdapter]] = {
     "bert": BertStyleSelfAttention,
@@ -425,6 +495,7 @@ ATTENTION_FAMILIES: Dict[str, Type[FamilyAdapter]] = {
     "mpnet": MPNetStyleAttention,
     "albert": AlbertStyleAttention,
     "deberta-v2": DebertaV2StyleSelfAttention,
+    "modernbert": ModernBertStyleAttention,
 }
 
 

@@ -4,7 +4,8 @@ an unsupported family is refused with the supported ones named.
 
 The families whose scores carry a position term (BERT's relative_key and
 relative_key_query, MPNet's relative bias, ALBERT with relative keys,
-DeBERTa-v3's disentangled terms) give the plain output on every prediction
+DeBERTa-v3's disentangled terms, ModernBERT's sliding window) give the
+plain output on every prediction
 path, and the training path that keeps only the scores for backward gives
 the gradients autograd gives, the position parameters' included. ALBERT's one layer module, run at every
 depth, gets one gate."""
@@ -22,6 +23,7 @@ from spacy_sla.layers.family_adapters import (
     BertStyleSelfAttention,
     DebertaV2StyleSelfAttention,
     DistilBertStyleAttention,
+    ModernBertStyleAttention,
     MPNetStyleAttention,
     attention_family,
     check_model_type,
@@ -33,13 +35,15 @@ from util import ENCODER_SIZES, batch_inputs, random_local_mask, tiny_encoder, v
 
 PLAIN_FAMILIES = ["bert", "roberta", "electra", "distilbert"]
 POSITION_TERM_FAMILIES = ["bert-relative_key", "bert-relative_key_query", "mpnet", "albert-relative_key_query", "deberta-v2"]
-FAMILIES = PLAIN_FAMILIES + POSITION_TERM_FAMILIES + ["albert"]
+# ModernBERT's rotary embeddings turn the queries and keys; its window is a score bias
+SCORE_BIAS_FAMILIES = POSITION_TERM_FAMILIES + ["modernbert"]
+FAMILIES = PLAIN_FAMILIES + SCORE_BIAS_FAMILIES + ["albert"]
 PREDICTION_PATHS = {
     "one score matrix": AttentionPaths(),
     "two SDPA calls": AttentionPaths(materialise_up_to=0),
     "probabilities": AttentionPaths(fused_attention=False),
 }
-SUPPORTED = "albert, bert, camembert, deberta-v2, distilbert, electra, mpnet, roberta, xlm-roberta"
+SUPPORTED = "albert, bert, camembert, deberta-v2, distilbert, electra, modernbert, mpnet, roberta, xlm-roberta"
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -54,7 +58,7 @@ def test_a_mask_that_hides_nothing_gives_the_plain_encoder_output(family):
 
 
 @pytest.mark.parametrize("paths", PREDICTION_PATHS.values(), ids=PREDICTION_PATHS)
-@pytest.mark.parametrize("family", POSITION_TERM_FAMILIES)
+@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
 def test_with_a_position_term_every_prediction_path_gives_the_plain_output(family, paths):
     model = tiny_encoder(family)
     input_ids, attention_mask = batch_inputs()
@@ -70,7 +74,7 @@ def test_with_a_position_term_every_prediction_path_gives_the_plain_output(famil
     assert (restricted * real - expected * real).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("family", POSITION_TERM_FAMILIES)
+@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
 def test_the_paths_agree_on_a_restrictive_mask_with_a_position_term(family):
     model = tiny_encoder(family)
     input_ids, attention_mask = batch_inputs()
@@ -106,21 +110,21 @@ def gradients(family: str, paths: AttentionPaths):
     return {name: parameter.grad for name, parameter in sla.named_parameters() if parameter.grad is not None}
 
 
-@pytest.mark.parametrize("family", POSITION_TERM_FAMILIES)
+@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
 def test_the_memory_saving_backward_gives_the_gradients_of_autograd_with_a_position_term(family):
     saving = gradients(family, AttentionPaths())
     autograd = gradients(family, AttentionPaths(memory_saving_training=False))
     assert saving.keys() == autograd.keys()
     sla = SyntaxAwareTransformer(tiny_encoder(family))
     positions = position_parameters(sla)
-    assert positions and set(positions) <= saving.keys()
+    assert (positions or family == "modernbert") and set(positions) <= saving.keys()
     assert any(".gate." in name for name in saving)
     for name in saving:
         assert torch.allclose(saving[name], autograd[name], atol=1e-5), name
     assert all(saving[name].abs().max() > 0 for name in positions)
 
 
-@pytest.mark.parametrize("family", POSITION_TERM_FAMILIES + ["albert"])
+@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES + ["albert"])
 def test_a_training_step_changes_the_gates_and_the_position_tables(family):
     torch.manual_seed(0)
     sla = SyntaxAwareTransformer(tiny_encoder(family)).train()
@@ -173,6 +177,17 @@ def test_albert_gates_its_shared_layer_once_and_records_a_gate_per_depth():
     assert torch.allclose(output.gates[0], torch.stack(depths).mean(0))
 
 
+def test_modernbert_windows_only_the_layers_the_model_windows_and_refuses_unpadded_layers():
+    model = tiny_encoder("modernbert")
+    sla = SyntaxAwareTransformer(copy.deepcopy(model))
+    windows = [module.window_bias(5, torch.float32, torch.device("cpu")) for module in sla.sla_modules()]
+    assert windows[0] is None and windows[2] is None
+    assert torch.equal(windows[1][0, 0] == 0, (torch.arange(5)[:, None] - torch.arange(5)[None, :]).abs() <= 2)
+    model.config._attn_implementation = "flash_attention_2"
+    with pytest.raises(ValueError, match=r"\[SLA-E009\].*flash_attention_2.*\"sdpa\" or \"eager\""):
+        SyntaxAwareTransformer(model)
+
+
 def test_albert_with_a_module_per_depth_gates_each():
     model = AlbertModel(AlbertConfig(hidden_size=32, embedding_size=16, num_hidden_groups=3, **ENCODER_SIZES)).eval()
     sla = SyntaxAwareTransformer(model, sla_layers=[0, 2]).eval()
@@ -183,7 +198,7 @@ def test_albert_with_a_module_per_depth_gates_each():
     assert output.gates.shape == (2, 2, 9)
 
 
-@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "albert", "deberta-v2"])
+@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "albert", "deberta-v2", "modernbert"])
 def test_a_restrictive_mask_changes_the_output(family):
     model = tiny_encoder(family)
     input_ids, attention_mask = batch_inputs()
@@ -199,7 +214,7 @@ def test_unsupported_architecture_names_the_supported_ones():
         SyntaxAwareTransformer(model)
 
 
-@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "deberta-v2"])
+@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "deberta-v2", "modernbert"])
 def test_each_adapter_finds_the_layers_and_replaces_their_self_attention(family):
     model = tiny_encoder(family)
     adapter = attention_family(model.config)
@@ -224,6 +239,7 @@ def test_the_table_maps_each_model_type_to_its_adapter():
         "mpnet": MPNetStyleAttention,
         "albert": AlbertStyleAttention,
         "deberta-v2": DebertaV2StyleSelfAttention,
+        "modernbert": ModernBertStyleAttention,
     }
     assert [BertStyleSelfAttention.attribute, DistilBertStyleAttention.attribute, MPNetStyleAttention.attribute] == [
         "self", "attention", "attn"
