@@ -103,10 +103,10 @@ def save_tiny_model(
         ElectraConfig,
         ElectraModel,
         ElectraTokenizerFast,
-        MPNetConfig,
-        MPNetModel,
         ModernBertConfig,
         ModernBertModel,
+        MPNetConfig,
+        MPNetModel,
         MPNetTokenizerFast,
     )
 
