@@ -356,6 +356,13 @@ class DebertaV2StyleSelfAttention(FamilyAdapter):
         return layer.attention
 
     def __init__(self, original: nn.Module, config, **options):
+        if original.all_head_size != config.hidden_size:
+            # the gate reads the layer input, the heads' split its projections
+            reason = (
+                f"its heads ({original.num_attention_heads} of attention_head_size {original.attention_head_size}) "
+                f"do not span its hidden_size {config.hidden_size}; use a model whose attention_head_size is unset"
+            )
+            raise ValueError(Errors.E009.format(name=config.name_or_path, reason=reason))
         super().__init__(
             original.all_head_size,
             original.num_attention_heads,

@@ -14,7 +14,17 @@ import copy
 import pytest
 import torch
 from torch.nn import functional as F
-from transformers import AlbertConfig, AlbertModel, BertConfig, DistilBertConfig, GPT2Config, GPT2Model, MPNetConfig
+from transformers import (
+    AlbertConfig,
+    AlbertModel,
+    BertConfig,
+    DebertaV2Config,
+    DebertaV2Model,
+    DistilBertConfig,
+    GPT2Config,
+    GPT2Model,
+    MPNetConfig,
+)
 
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.layers import ATTENTION_FAMILIES, AttentionPaths, FamilyAdapter, SyntaxAwareTransformer
@@ -186,6 +196,12 @@ def test_modernbert_windows_only_the_layers_the_model_windows_and_refuses_unpadd
     model.config._attn_implementation = "flash_attention_2"
     with pytest.raises(ValueError, match=r"\[SLA-E009\].*flash_attention_2.*\"sdpa\" or \"eager\""):
         SyntaxAwareTransformer(model)
+
+
+def test_deberta_heads_that_do_not_span_the_hidden_size_are_refused():
+    config = DebertaV2Config(hidden_size=32, attention_head_size=4, **ENCODER_SIZES)
+    with pytest.raises(ValueError, match=r"\[SLA-E009\].*attention_head_size 4\) do not span its hidden_size 32"):
+        SyntaxAwareTransformer(DebertaV2Model(config))
 
 
 def test_albert_with_a_module_per_depth_gates_each():
