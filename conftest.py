@@ -36,6 +36,33 @@ def tiny_electra(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny-electra"), "electra")
 
 
+@pytest.fixture(scope="session")
+def tiny_bert_relative(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-bert-relative"), "bert", position_embedding_type="relative_key_query")
+
+
+@pytest.fixture(scope="session")
+def tiny_mpnet(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-mpnet"), "mpnet")
+
+
+@pytest.fixture(scope="session")
+def tiny_modernbert(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-modernbert"), "modernbert")
+
+
+@pytest.fixture(scope="session")
+def tiny_albert(tmp_path_factory) -> Path:
+    pytest.importorskip("sentencepiece", reason="the tiny ALBERT's tokenizer is trained with sentencepiece")
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-albert"), "albert")
+
+
+@pytest.fixture(scope="session")
+def tiny_deberta_v3(tmp_path_factory) -> Path:
+    pytest.importorskip("sentencepiece", reason="the tiny DeBERTa's tokenizer is trained with sentencepiece")
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-deberta-v3"), "deberta-v2")
+
+
 @pytest.fixture(scope="module")
 def ray_instance():
     """A local Ray instance of 2 CPUs for the tests of one module."""

@@ -208,7 +208,7 @@ def test_a_token_level_listener_trains_too(tiny_bert):
     assert [t.tag_ for t in nlp(the_cat_sat(nlp.vocab))] == ["c", "c", "i", "c", "c", "i", "c"]
 
 
-@pytest.mark.parametrize("family", ["tiny_distilbert", "tiny_electra"])
+@pytest.mark.parametrize("family", ["tiny_distilbert", "tiny_electra", "tiny_bert_relative", "tiny_mpnet", "tiny_albert", "tiny_deberta_v3", "tiny_modernbert"])
 def test_other_families_load_by_path_and_match_the_plain_component(family, request):
     path = request.getfixturevalue(family)
     sla = sla_nlp(path, mask={"@misc": "spacy-sla.window_mask.v1", "window": 1000, "punct_visible": False})
@@ -247,3 +247,25 @@ def test_a_plain_transformer_model_in_the_sla_component_gets_a_coded_error(tiny_
                                          r"spacy-sla\.SLATransformerModel\.v2 or spacy-sla\.SLATransformerModel\.v1"):
         nlp.add_pipe("sla_transformer", config={"model": plain_model})
     assert nlp.pipe_names == []
+
+
+@pytest.mark.parametrize("family", ["tiny_bert_relative", "tiny_mpnet", "tiny_modernbert"])
+def test_wordpiece_families_align_each_token_with_its_piece(family, request):
+    nlp = sla_nlp(request.getfixturevalue(family))
+    doc = nlp(the_cat_sat(nlp.vocab))
+    pieces = doc._.trf_data.wordpieces.strings[0]
+    assert pieces[1:-1] == ["the", "cat", "sat", "on", "the", "mat", "."]
+    assert doc._.trf_data.align.lengths.tolist() == [1] * 7
+    assert doc._.trf_data.align.data.ravel().tolist() == list(range(1, 8))
+
+
+@pytest.mark.parametrize("family", ["tiny_albert", "tiny_deberta_v3"])
+def test_sentencepiece_families_align_each_token_with_the_pieces_that_spell_it(family, request):
+    nlp = sla_nlp(request.getfixturevalue(family))
+    doc = nlp(the_cat_sat(nlp.vocab))
+    pieces = doc._.trf_data.wordpieces.strings[0]
+    assert (pieces[0], pieces[-1]) == ("[CLS]", "[SEP]")
+    align = doc._.trf_data.align
+    for token in doc:
+        aligned = [pieces[i] for i in align[token.i].dataXd.ravel()]
+        assert token.lower_ in "".join(aligned).replace("\u2581", "").lower()

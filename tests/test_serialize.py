@@ -60,6 +60,27 @@ def test_to_bytes_and_from_bytes_keep_the_outputs(tiny_bert):
     assert_same_outputs(nlp, fresh)
 
 
+@pytest.mark.parametrize("family", ["tiny_bert_relative", "tiny_mpnet", "tiny_albert", "tiny_deberta_v3", "tiny_modernbert"])
+def test_the_families_with_a_position_term_or_shared_layers_round_trip(family, request, tmp_path):
+    torch.manual_seed(0)
+    nlp = sla_nlp(request.getfixturevalue(family), initialize=False, **SMALL_MASK)
+    add_textcat_listener(nlp)
+    examples = [Example.from_dict(the_cat_sat(nlp.vocab), {"cats": {"POS": 1.0, "NEG": 0.0}})]
+    optimizer = nlp.initialize(lambda: examples)
+    initial = gates(nlp)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    assert initial and not any(torch.equal(a, b) for a, b in zip(initial, gates(nlp)))
+    fresh = spacy.blank("en").from_config(nlp.config)
+    fresh.from_bytes(nlp.to_bytes())
+    assert all(torch.equal(a, b) for a, b in zip(gates(nlp), gates(fresh)))
+    assert_same_outputs(nlp, fresh)
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert all(torch.equal(a, b) for a, b in zip(gates(nlp), gates(loaded)))
+    assert_same_outputs(nlp, loaded)
+
+
 def test_a_pipeline_with_other_sla_layers_is_refused_not_silently_dropped(tiny_bert, tmp_path):
     nlp = trained_sla_nlp(tiny_bert, sla_layers=[1])
     nlp.to_disk(tmp_path / "one-layer")

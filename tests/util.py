@@ -111,26 +111,55 @@ ENCODER_SIZES = dict(num_hidden_layers=3, num_attention_heads=4, intermediate_si
 
 
 def tiny_encoder(family: str):
-    """A randomly initialised 3-layer encoder of the family, in eval mode."""
+    """A randomly initialised 3-layer encoder of the family, in eval mode:
+    bert, roberta, electra, distilbert, mpnet, albert (one layer module run
+    at three depths), deberta-v2 (configured as DeBERTa-v3), modernbert (a
+    sliding window in its middle layer), or bert-<type> /
+    albert-<type> with that
+    position_embedding_type (relative_key, relative_key_query)."""
     import torch
     from transformers import (
+        AlbertConfig,
+        AlbertModel,
         BertConfig,
         BertModel,
+        DebertaV2Config,
+        DebertaV2Model,
         DistilBertConfig,
         DistilBertModel,
         ElectraConfig,
         ElectraModel,
+        ModernBertConfig,
+        ModernBertModel,
+        MPNetConfig,
+        MPNetModel,
         RobertaConfig,
         RobertaModel,
     )
 
+    from tiny_models import DEBERTA_V3
+
     torch.manual_seed(0)
+    if family == "modernbert":
+        # layer 1 attends within a window of 2 pieces either side
+        config = ModernBertConfig(
+            hidden_size=32, local_attention=4, global_attn_every_n_layers=2, pad_token_id=0, **ENCODER_SIZES
+        )
+        return ModernBertModel(config).eval()
+    if family == "deberta-v2":
+        return DebertaV2Model(DebertaV2Config(hidden_size=32, max_position_embeddings=64, **DEBERTA_V3, **ENCODER_SIZES)).eval()
+    family, _, position_embedding_type = family.partition("-")
+    positions = {"position_embedding_type": position_embedding_type} if position_embedding_type else {}
     if family == "bert":
-        model = BertModel(BertConfig(hidden_size=32, **ENCODER_SIZES))
+        model = BertModel(BertConfig(hidden_size=32, **positions, **ENCODER_SIZES))
     elif family == "roberta":
         model = RobertaModel(RobertaConfig(hidden_size=32, pad_token_id=1, **ENCODER_SIZES))
     elif family == "electra":
         model = ElectraModel(ElectraConfig(hidden_size=32, embedding_size=16, **ENCODER_SIZES))
+    elif family == "mpnet":
+        model = MPNetModel(MPNetConfig(hidden_size=32, **ENCODER_SIZES))
+    elif family == "albert":
+        model = AlbertModel(AlbertConfig(hidden_size=32, embedding_size=16, **positions, **ENCODER_SIZES))
     else:
         model = DistilBertModel(DistilBertConfig(dim=32, n_layers=3, n_heads=4, hidden_dim=48, vocab_size=50))
     return model.eval()

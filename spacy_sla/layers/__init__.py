@@ -1,6 +1,6 @@
 from .attention_batch import AttentionBatch, attending
 from .attention_paths import AttentionPaths
-from .family_adapters import ATTENTION_FAMILIES, FamilyAdapter
+from .family_adapters import ATTENTION_FAMILIES, FamilyAdapter, check_model_type, check_transformer_config
 from .syntax_aware_attention import SyntaxAwareAttention
 from .syntax_aware_transformer import SyntaxAwareTransformer, computing_by
 from .transformer_model import SLATransformerModel
@@ -14,5 +14,7 @@ __all__ = [
     "SyntaxAwareAttention",
     "SyntaxAwareTransformer",
     "attending",
+    "check_model_type",
+    "check_transformer_config",
     "computing_by",
 ]

@@ -29,7 +29,9 @@ class AttentionBatch:
     parent_targets: (batch, n_pieces) the piece each piece's token depends
         on, IGNORED_TARGET where there is none; or None.
     record_gates: whether local branches append their gate values to `gates`
-        ((batch, n_pieces) per layer, NaN where the batch has no local input).
+        ((batch, n_pieces) per call, NaN where the batch has no local input)
+        and themselves to `gate_modules` (a module shared by several depths
+        appends once per depth).
     auxiliary_losses: appended to by supervised heads during the pass.
     local_rows: with a boolean local mask, the (k,) index of the sequences
         whose mask hides some key (on the mask's device; empty when none
@@ -49,6 +51,7 @@ class AttentionBatch:
     parent_targets: Optional[torch.Tensor] = None
     record_gates: bool = False
     gates: List[torch.Tensor] = field(default_factory=list)
+    gate_modules: List[torch.nn.Module] = field(default_factory=list, repr=False)
     auxiliary_losses: List[torch.Tensor] = field(default_factory=list)
     local_rows: Optional[torch.Tensor] = None
     width_groups: Optional[Tuple[WidthGroup, ...]] = None

@@ -21,6 +21,12 @@ gate. Which sequences need a local branch is decided once per forward pass
 (layers/width_groups.py); each layer computes it for those only (gathered,
 one fused call, scattered back, or in groups of similar width), or for none.
 Which of these paths a call takes follows the batch's AttentionPaths.
+
+A family whose scores carry a position term (BERT's relative_key, MPNet's
+relative bias, DeBERTa's disentangled terms) passes it as `score_bias`,
+added to the scaled dot products before any mask: both branches, and the
+supervised head, see the model's own scores, and the local mask (or bias)
+is added to the biased scores.
 """
 import math
 from typing import Optional, Tuple
@@ -41,6 +47,14 @@ def _first_not_none(first: Optional[torch.Tensor], second: torch.Tensor) -> torc
 
 def _needs_grad(*tensors: torch.Tensor) -> bool:
     return any(tensor.requires_grad for tensor in tensors)
+
+
+def _global_attn_mask(batch: AttentionBatch, dtype: torch.dtype, score_bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """The global branch's SDPA mask: the padding mask, or with a position
+    term, the term with padding keys at the type's minimum."""
+    if score_bias is None:
+        return batch.global_mask
+    return score_bias.to(dtype).masked_fill(~batch.global_mask, torch.finfo(dtype).min)
 
 
 class SyntaxAwareAttention(nn.Module):
@@ -115,30 +129,38 @@ class SyntaxAwareAttention(nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         output_attentions: bool = False,
+        score_bias: Optional[torch.Tensor] = None,
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """query, key, value: (batch, heads, n_pieces, head_size). Returns the
-        merged context (batch, n_pieces, hidden) and, with output_attentions,
-        the mixed attention probabilities (batch, heads, n_pieces, n_pieces)."""
+        """query, key, value: (batch, heads, n_pieces, head_size); score_bias:
+        the model's position term of the scores, broadcastable to (batch,
+        heads, n_pieces, n_pieces), added to q.k / sqrt(head_size) in both
+        branches, or None. Returns the merged context (batch, n_pieces,
+        hidden) and, with output_attentions, the mixed attention
+        probabilities (batch, heads, n_pieces, n_pieces)."""
         batch = active_batch()
         if self.supervised_head is not None and batch.parent_targets is not None and torch.is_grad_enabled():
-            batch.auxiliary_losses.append(self.parent_loss(batch, query, key))
+            batch.auxiliary_losses.append(self.parent_loss(batch, query, key, score_bias))
         local_mask = self.local_attention_mask(batch, query.dtype, hidden_states)
         dropout = self.dropout_prob if self.training else 0.0
         transforms_scores = local_mask is not None and not isinstance(local_mask, torch.Tensor)
         paths = batch.paths
         if output_attentions or not paths.fused_attention or transforms_scores:
             context, probs = self._attend_with_probabilities(
-                batch, hidden_states, query, key, value, local_mask, dropout
+                batch, hidden_states, query, key, value, local_mask, dropout, score_bias
             )
             return context, probs if output_attentions else None
         if local_mask is None:
             global_context = F.scaled_dot_product_attention(
-                query, key, value, attn_mask=batch.global_mask, dropout_p=dropout
+                query, key, value, attn_mask=_global_attn_mask(batch, query.dtype, score_bias), dropout_p=dropout
             )
             self._record_unused_gate(batch, hidden_states)
             return self.merge_heads(global_context), None
         gate = self._gate(batch, hidden_states)
-        if paths.memory_saving_training and torch.is_grad_enabled() and _needs_grad(query, key, value, gate, local_mask):
+        if (
+            paths.memory_saving_training
+            and torch.is_grad_enabled()
+            and _needs_grad(query, key, value, gate, local_mask, *(() if score_bias is None else (score_bias,)))
+        ):
             # Training: one score matrix, and only the scores and the
             # boolean keep masks kept for backward.
             if local_mask.dtype == torch.bool:
@@ -146,8 +168,12 @@ class SyntaxAwareAttention(nn.Module):
             else:
                 local, empty_rows = local_mask, None
             global_offsets = batch.logit_offsets(query.dtype)
+            if score_bias is not None:
+                global_offsets = score_bias.to(query.dtype) + global_offsets
             context = TwoBranchAttention.apply(query, key, value, gate, global_offsets, local, empty_rows, dropout)
             return self.merge_heads(context), None
+        if score_bias is not None:
+            return self.merge_heads(self._predict_biased(batch, query, key, value, local_mask, gate, score_bias, dropout)), None
         may_skip = self._may_skip(paths, local_mask, dropout, query, key, value, gate)
         rows = batch.local_rows if may_skip else None
         if self._materialises(paths, query, dropout) and (rows is None or rows.numel() > 0):
@@ -197,6 +223,38 @@ class SyntaxAwareAttention(nn.Module):
             and not torch.is_grad_enabled()
         )
 
+    def _predict_biased(
+        self,
+        batch: AttentionBatch,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        local_mask: torch.Tensor,
+        gate: torch.Tensor,
+        score_bias: torch.Tensor,
+        dropout: float,
+    ) -> torch.Tensor:
+        """Prediction with a position term in the scores: every sequence's
+        local branch (a skipped or cut sequence would need its own slice of
+        the term), from one score matrix where that is faster, else two SDPA
+        calls whose float masks carry the term."""
+        if self._materialises(batch.paths, query, dropout):
+            return self._predict_materialised(batch, query, key, value, local_mask, gate, score_bias)
+        global_context = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=_global_attn_mask(batch, query.dtype, score_bias), dropout_p=dropout
+        )
+        bias = score_bias.to(query.dtype)
+        empty_rows = None
+        if local_mask.dtype == torch.bool:
+            empty_rows = batch.empty_local_rows()
+            local_logits = bias.masked_fill(~local_mask, torch.finfo(query.dtype).min)
+        else:
+            local_logits = (bias + local_mask).masked_fill(~batch.global_mask, torch.finfo(query.dtype).min)
+        local_context = F.scaled_dot_product_attention(query, key, value, attn_mask=local_logits, dropout_p=dropout)
+        if empty_rows is not None:
+            local_context = local_context.masked_fill(empty_rows, 0.0)  # as SDPA with a boolean mask
+        return torch.lerp(global_context, local_context, gate.to(global_context.dtype))
+
     def _predict_materialised(
         self,
         batch: AttentionBatch,
@@ -205,12 +263,15 @@ class SyntaxAwareAttention(nn.Module):
         value: torch.Tensor,
         local_mask: torch.Tensor,
         gate: torch.Tensor,
+        score_bias: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
         """The mixed context of every sequence, (batch, heads, n, head_size),
         from one score matrix: the masks added as offsets, both softmaxes, the
         probabilities mixed in place (the gate is per query row) and one
         product with V."""
         scores = torch.matmul(query * (1.0 / math.sqrt(self.head_size)), key.transpose(-1, -2))
+        if score_bias is not None:
+            scores.add_(score_bias)
         scores.add_(batch.logit_offsets(scores.dtype))
         global_probs = torch.softmax(scores, -1)
         if local_mask.dtype == torch.bool:
@@ -271,17 +332,28 @@ class SyntaxAwareAttention(nn.Module):
         if batch.record_gates:
             # one value per token: the mean over the heads' gates
             batch.gates.append(gate.mean(-1).detach().float())
+            batch.gate_modules.append(self)
         return gate.transpose(1, 2)[..., None]
 
     def _record_unused_gate(self, batch: AttentionBatch, hidden_states: torch.Tensor) -> None:
         if batch.record_gates and self.gate is not None:
             batch.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
+            batch.gate_modules.append(self)
 
-    def parent_loss(self, batch: AttentionBatch, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    def parent_loss(
+        self,
+        batch: AttentionBatch,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        score_bias: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
         """Cross-entropy of the supervised head's attention distribution
-        against the parent piece of each piece that has one."""
+        (its global attention, position term included) against the parent
+        piece of each piece that has one."""
         head = self.supervised_head
         scores = query[:, head] @ key[:, head].transpose(-1, -2) / math.sqrt(self.head_size)
+        if score_bias is not None:
+            scores = scores + score_bias[:, head if score_bias.shape[1] > 1 else 0]
         scores = scores.float().masked_fill(~batch.global_mask[:, 0], torch.finfo(torch.float32).min)
         log_probs = scores.log_softmax(-1)
         targets = batch.parent_targets
@@ -298,12 +370,15 @@ class SyntaxAwareAttention(nn.Module):
         value: torch.Tensor,
         local_mask: Optional[LocalInput],
         dropout: float,
+        score_bias: Optional[torch.Tensor] = None,
     ) -> Tuple[torch.Tensor, torch.Tensor]:
         """The same computation with the probabilities materialised: one
         score matrix, a softmax per branch. The gate is per query row, so
         mixing the probabilities equals mixing the contexts, and one product
         with the values serves both branches."""
         scores = (query @ key.transpose(-1, -2)).mul_(1.0 / math.sqrt(self.head_size))
+        if score_bias is not None:
+            scores = scores + score_bias
         # A transform sees the scores before padding is masked (-inf * 0 is NaN).
         local_scores = None if local_mask is None or isinstance(local_mask, torch.Tensor) else local_mask(scores)
         scores = scores.masked_fill(~batch.global_mask, float("-inf"))  # every row has a real key

@@ -2,7 +2,7 @@
 its layers, optionally a supervised parent-attention head (LISA) and a
 syntax-guided layer on top (SG-Net)."""
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Type
 
 import torch
 from torch import nn
@@ -12,7 +12,7 @@ from ..data_classes import ParentAttention
 from ..errors import Errors
 from .attention_batch import AttentionBatch, attending
 from .attention_paths import DEFAULT_PATHS, AttentionPaths
-from .family_adapters import attention_family
+from .family_adapters import FamilyAdapter, attention_family, unsupported_positions_reason
 from .syntax_aware_attention import SyntaxAwareAttention
 from .syntax_guided import SyntaxGuidedLayer
 from .width_groups import width_order
@@ -52,12 +52,13 @@ def _resolve_parent_attention(
     return ParentAttention(layer=layer % n_layers, head=parent_attention.head, weight=parent_attention.weight)
 
 
-def _check_wrappable(original: nn.Module, config: PretrainedConfig) -> None:
+def _check_wrappable(original: nn.Module, family: Type[FamilyAdapter], config: PretrainedConfig) -> None:
     reason = None
+    position_embedding_type = getattr(original, "position_embedding_type", "absolute")
     if getattr(config, "is_decoder", False):
         reason = "it is configured as a decoder"
-    elif getattr(original, "position_embedding_type", "absolute") != "absolute":
-        reason = f"it uses '{original.position_embedding_type}' position embeddings"
+    elif position_embedding_type not in family.position_embedding_types:
+        reason = unsupported_positions_reason(config.model_type, position_embedding_type)
     elif getattr(original, "pruned_heads", None):
         reason = "some of its heads are pruned"
     if reason is not None:
@@ -110,7 +111,7 @@ class SyntaxAwareTransformer(nn.Module):
         for index in sorted(set(self.sla_layers) | {supervised_layer} - {None}):
             holder = family.holder(layers[index])
             original = getattr(holder, family.attribute)
-            _check_wrappable(original, config)
+            _check_wrappable(original, family, config)
             local = index in self.sla_layers
             replacement = family(
                 original,
@@ -212,11 +213,24 @@ class SyntaxAwareTransformer(nn.Module):
         if restore is not None:
             _restore_order(output, restore)
         if batch.gates:
-            gates = torch.stack(batch.gates)  # (n_sla_layers, batch, n_pieces)
+            gates = self._gates_per_module(batch)  # (n_sla_layers, batch, n_pieces)
             output.gates = gates if restore is None else gates.index_select(1, restore.to(gates.device))
         if batch.auxiliary_losses:
             output.auxiliary_loss = self.parent_attention.weight * torch.stack(batch.auxiliary_losses).sum()
         return output
+
+    def _gates_per_module(self, batch: AttentionBatch) -> torch.Tensor:
+        """The recorded gates, one row per gated module in layer order; a
+        module that runs at several depths (ALBERT's shared layer) gets the
+        mean of its depths' gates, so that the rows stay those of
+        `sla_layers`."""
+        if len(batch.gates) == len(self.sla_layers):
+            return torch.stack(batch.gates)
+        rows = []
+        for module in self.sla_modules():
+            calls = [gates for gates, caller in zip(batch.gates, batch.gate_modules) if caller is module]
+            rows.append(torch.stack(calls).mean(0))
+        return torch.stack(rows)
 
     def _prediction_order(
         self,

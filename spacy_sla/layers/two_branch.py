@@ -84,6 +84,8 @@ class TwoBranchAttention(torch.autograd.Function):
            (the two softmax backwards with dP_g = (1 - g) D_g dM, dP_l = g D_l dM),
         dQ = dS K / sqrt(d),  dK = dS^T Q / sqrt(d),
         dg = sum_keys(A_l) - sum_keys(A_g),  d(bias) = g (A_l - P_l sum_keys(A_l)).
+    A position term in the global offsets is in both branches' logits: its
+    gradient is dS.
     The factor r is applied to the small tensors (dV, dQ, dK, dg), not the
     B x H x L x L ones.
 
@@ -112,7 +114,9 @@ class TwoBranchAttention(torch.autograd.Function):
     ) -> torch.Tensor:
         """query, key, value: (batch, heads, n, head_size); gate: (batch,
         n_gates, n, 1) with n_gates 1 or heads; global_offsets: (batch, 1, 1,
-        n), -inf for padding keys, 0 elsewhere (AttentionBatch.logit_offsets);
+        n), -inf for padding keys, 0 elsewhere (AttentionBatch.logit_offsets),
+        or with the model's position term of the scores, that term plus these
+        offsets, broadcastable to (batch, heads, n, n), which gets a gradient;
         local: the local branch's additive offsets broadcastable to (batch,
         heads, n, n): -inf where the local mask hides a key (padding
         included), 0 elsewhere, or a bias (padding keys at the type's
@@ -134,6 +138,8 @@ class TwoBranchAttention(torch.autograd.Function):
                 output.mul_(1.0 / (1.0 - dropout))
         ctx.save_for_backward(query, key, value, gate, local, scores, keep_global, keep_local)
         ctx.empty_local_rows = empty_local_rows
+        ctx.offsets_shape = global_offsets.shape
+        ctx.offsets_dtype = global_offsets.dtype
         ctx.dropout = dropout
         return output
 
@@ -206,6 +212,10 @@ class TwoBranchAttention(torch.autograd.Function):
                 grad_bias = (grad_local_logits * gate).sum_to_size(local.shape).mul_(rescale).to(local.dtype)
             grad_scores = grad_global_logits.lerp_(grad_local_logits, gate).to(query.dtype)
             del grad_global_logits, grad_local_logits
+            grad_offsets = None
+            if ctx.needs_input_grad[4]:
+                # both branches' logits hold the offsets once: d(offsets) = dS
+                grad_offsets = grad_scores.sum_to_size(ctx.offsets_shape).mul(rescale).to(ctx.offsets_dtype)
             grad_query = torch.matmul(grad_scores, key).mul_(scale * rescale)
             grad_key = torch.matmul(grad_scores.transpose(-1, -2), query).mul_(scale * rescale)
-        return grad_query, grad_key, grad_value, grad_gate, None, grad_bias, None, None
+        return grad_query, grad_key, grad_value, grad_gate, grad_offsets, grad_bias, None, None

@@ -1,18 +1,62 @@
 """The model-family adapters: every registered family's encoder is wrapped
 layer by layer, gives the plain output with a mask that hides nothing, and
-an unsupported family is refused with the supported ones named."""
+an unsupported family is refused with the supported ones named.
+
+The families whose scores carry a position term (BERT's relative_key and
+relative_key_query, MPNet's relative bias, ALBERT with relative keys,
+DeBERTa-v3's disentangled terms, ModernBERT's sliding window) give the
+plain output on every prediction
+path, and the training path that keeps only the scores for backward gives
+the gradients autograd gives, the position parameters' included. ALBERT's one layer module, run at every
+depth, gets one gate."""
+import copy
+
 import pytest
 import torch
-from transformers import GPT2Config, GPT2Model
+from torch.nn import functional as F
+from transformers import (
+    AlbertConfig,
+    AlbertModel,
+    BertConfig,
+    DebertaV2Config,
+    DebertaV2Model,
+    DistilBertConfig,
+    GPT2Config,
+    GPT2Model,
+    MPNetConfig,
+)
 
-from spacy_sla.layers import ATTENTION_FAMILIES, FamilyAdapter, SyntaxAwareTransformer
-from spacy_sla.layers.family_adapters import BertStyleSelfAttention, DistilBertStyleAttention, attention_family
+from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
+from spacy_sla.layers import ATTENTION_FAMILIES, AttentionPaths, FamilyAdapter, SyntaxAwareTransformer
+from spacy_sla.layers.family_adapters import (
+    AlbertStyleAttention,
+    BertStyleSelfAttention,
+    DebertaV2StyleSelfAttention,
+    DistilBertStyleAttention,
+    ModernBertStyleAttention,
+    MPNetStyleAttention,
+    attention_family,
+    check_model_type,
+    check_transformer_config,
+)
 
 from .encoders import sla_output
-from util import batch_inputs, tiny_encoder, vanilla_output
+from util import ENCODER_SIZES, batch_inputs, random_local_mask, tiny_encoder, vanilla_output
+
+PLAIN_FAMILIES = ["bert", "roberta", "electra", "distilbert"]
+POSITION_TERM_FAMILIES = ["bert-relative_key", "bert-relative_key_query", "mpnet", "albert-relative_key_query", "deberta-v2"]
+# ModernBERT's rotary embeddings turn the queries and keys; its window is a score bias
+SCORE_BIAS_FAMILIES = POSITION_TERM_FAMILIES + ["modernbert"]
+FAMILIES = PLAIN_FAMILIES + SCORE_BIAS_FAMILIES + ["albert"]
+PREDICTION_PATHS = {
+    "one score matrix": AttentionPaths(),
+    "two SDPA calls": AttentionPaths(materialise_up_to=0),
+    "probabilities": AttentionPaths(fused_attention=False),
+}
+SUPPORTED = "albert, bert, camembert, deberta-v2, distilbert, electra, modernbert, mpnet, roberta, xlm-roberta"
 
 
-@pytest.mark.parametrize("family", ["bert", "roberta", "electra", "distilbert"])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_a_mask_that_hides_nothing_gives_the_plain_encoder_output(family):
     model = tiny_encoder(family)
     input_ids, attention_mask = batch_inputs()
@@ -23,7 +67,154 @@ def test_a_mask_that_hides_nothing_gives_the_plain_encoder_output(family):
     assert torch.allclose(sla_output(model, input_ids, attention_mask, None) * real, expected * real, atol=1e-5)
 
 
-@pytest.mark.parametrize("family", ["bert", "roberta", "electra", "distilbert"])
+@pytest.mark.parametrize("paths", PREDICTION_PATHS.values(), ids=PREDICTION_PATHS)
+@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
+def test_with_a_position_term_every_prediction_path_gives_the_plain_output(family, paths):
+    model = tiny_encoder(family)
+    input_ids, attention_mask = batch_inputs()
+    expected = vanilla_output(model, input_ids, attention_mask)
+    real = attention_mask.bool()[..., None]
+    sla = SyntaxAwareTransformer(copy.deepcopy(model), attention_paths=paths).eval()
+    everything = torch.ones(2, 9, 9, dtype=torch.bool)
+    with torch.no_grad():
+        for mask in (everything, None):
+            output = sla(input_ids, attention_mask, local_mask=mask).last_hidden_state
+            assert torch.allclose(output * real, expected * real, atol=1e-5)
+        restricted = sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state
+    assert (restricted * real - expected * real).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
+def test_the_paths_agree_on_a_restrictive_mask_with_a_position_term(family):
+    model = tiny_encoder(family)
+    input_ids, attention_mask = batch_inputs()
+    real = attention_mask.bool()[..., None]
+    outputs = []
+    for paths in PREDICTION_PATHS.values():
+        torch.manual_seed(4)  # the same gates
+        sla = SyntaxAwareTransformer(copy.deepcopy(model), attention_paths=paths).eval()
+        with torch.no_grad():
+            outputs.append(sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state * real)
+    assert all(torch.allclose(output, outputs[0], atol=1e-5) for output in outputs[1:])
+
+
+def position_parameters(sla: SyntaxAwareTransformer):
+    return {
+        name: parameter
+        for name, parameter in sla.named_parameters()
+        if any(table in name for table in ("distance_embedding", "relative_attention_bias", "rel_embeddings"))
+    }
+
+
+def gradients(family: str, paths: AttentionPaths):
+    """The gradients of every parameter (gates and position tables
+    included) for a restrictive mask, without dropout."""
+    sla = SyntaxAwareTransformer(tiny_encoder(family), attention_paths=paths).eval()
+    with torch.no_grad():
+        for module in sla.sla_modules():
+            module.gate.weight.normal_(std=0.5, generator=torch.Generator().manual_seed(5))
+    input_ids, attention_mask = batch_inputs()
+    output = sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state
+    weights = torch.randn(output.shape, generator=torch.Generator().manual_seed(6))
+    (output * weights * attention_mask[..., None]).sum().backward()
+    return {name: parameter.grad for name, parameter in sla.named_parameters() if parameter.grad is not None}
+
+
+@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
+def test_the_memory_saving_backward_gives_the_gradients_of_autograd_with_a_position_term(family):
+    saving = gradients(family, AttentionPaths())
+    autograd = gradients(family, AttentionPaths(memory_saving_training=False))
+    assert saving.keys() == autograd.keys()
+    sla = SyntaxAwareTransformer(tiny_encoder(family))
+    positions = position_parameters(sla)
+    assert (positions or family == "modernbert") and set(positions) <= saving.keys()
+    assert any(".gate." in name for name in saving)
+    for name in saving:
+        assert torch.allclose(saving[name], autograd[name], atol=1e-5), name
+    assert all(saving[name].abs().max() > 0 for name in positions)
+
+
+@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES + ["albert"])
+def test_a_training_step_changes_the_gates_and_the_position_tables(family):
+    torch.manual_seed(0)
+    sla = SyntaxAwareTransformer(tiny_encoder(family)).train()
+    before = {name: parameter.detach().clone() for name, parameter in sla.named_parameters()}
+    optimizer = torch.optim.Adam(sla.parameters(), lr=1e-3)  # moves every parameter with a gradient
+    input_ids, attention_mask = batch_inputs()
+    output = sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state
+    loss = (output * attention_mask[..., None]).pow(2).mean()
+    assert torch.isfinite(loss)
+    loss.backward()
+    optimizer.step()
+    changed = {name for name, parameter in sla.named_parameters() if not torch.equal(parameter, before[name])}
+    gates = {name for name in before if ".gate." in name}
+    assert gates and gates <= changed
+    assert set(position_parameters(sla)) <= changed
+
+
+def test_the_supervised_head_learns_the_attention_of_the_model_with_its_position_term():
+    model = tiny_encoder("mpnet")
+    input_ids, attention_mask = batch_inputs()
+    targets = torch.full((2, 9), IGNORED_TARGET)
+    targets[0, :6] = torch.tensor([1, 2, 2, 2, 5, 3])
+    targets[1, :4] = torch.tensor([3, 3, 0, 3])
+    with torch.no_grad():
+        attentions = copy.deepcopy(model)(input_ids, attention_mask=attention_mask, output_attentions=True).attentions
+    expected = F.nll_loss(attentions[1][:, 2].log().flatten(0, 1), targets.flatten(), ignore_index=IGNORED_TARGET)
+    sla = SyntaxAwareTransformer(model, [], parent_attention=ParentAttention(layer=1, head=2, weight=0.5)).eval()
+    output = sla(input_ids, attention_mask, parent_targets=targets)
+    assert float(output.auxiliary_loss.detach()) == pytest.approx(0.5 * float(expected), rel=1e-5)
+
+
+def test_albert_gates_its_shared_layer_once_and_records_a_gate_per_depth():
+    model = tiny_encoder("albert")
+    assert model.config.num_hidden_layers == 3 and len(AlbertStyleAttention.layers(model)) == 1
+    sla = SyntaxAwareTransformer(model).eval()
+    assert len(sla.sla_modules()) == 1
+    assert [name for name in sla.sla_parameter_names()] == [
+        "transformer.encoder.albert_layer_groups.0.albert_layers.0.attention.gate.weight",
+        "transformer.encoder.albert_layer_groups.0.albert_layers.0.attention.gate.bias",
+    ]
+    depths = []
+    sla.sla_modules()[0].gate.register_forward_hook(lambda module, inputs, output: depths.append(torch.sigmoid(output[..., 0])))
+    input_ids, attention_mask = batch_inputs()
+    with torch.no_grad():
+        output = sla(input_ids, attention_mask, local_mask=random_local_mask(), record_gates=True)
+    # one row, as sla_layers has one module: the mean over the three depths,
+    # whose inputs, and so gates, differ
+    assert len(depths) == 3 and not torch.allclose(depths[0], depths[1])
+    assert output.gates.shape == (1, 2, 9)
+    assert torch.allclose(output.gates[0], torch.stack(depths).mean(0))
+
+
+def test_modernbert_windows_only_the_layers_the_model_windows_and_refuses_unpadded_layers():
+    model = tiny_encoder("modernbert")
+    sla = SyntaxAwareTransformer(copy.deepcopy(model))
+    windows = [module.window_bias(5, torch.float32, torch.device("cpu")) for module in sla.sla_modules()]
+    assert windows[0] is None and windows[2] is None
+    assert torch.equal(windows[1][0, 0] == 0, (torch.arange(5)[:, None] - torch.arange(5)[None, :]).abs() <= 2)
+    model.config._attn_implementation = "flash_attention_2"
+    with pytest.raises(ValueError, match=r"\[SLA-E009\].*flash_attention_2.*\"sdpa\" or \"eager\""):
+        SyntaxAwareTransformer(model)
+
+
+def test_deberta_heads_that_do_not_span_the_hidden_size_are_refused():
+    config = DebertaV2Config(hidden_size=32, attention_head_size=4, **ENCODER_SIZES)
+    with pytest.raises(ValueError, match=r"\[SLA-E009\].*attention_head_size 4\) do not span its hidden_size 32"):
+        SyntaxAwareTransformer(DebertaV2Model(config))
+
+
+def test_albert_with_a_module_per_depth_gates_each():
+    model = AlbertModel(AlbertConfig(hidden_size=32, embedding_size=16, num_hidden_groups=3, **ENCODER_SIZES)).eval()
+    sla = SyntaxAwareTransformer(model, sla_layers=[0, 2]).eval()
+    assert len(AlbertStyleAttention.layers(model)) == 3 and len(sla.sla_modules()) == 2
+    input_ids, attention_mask = batch_inputs()
+    with torch.no_grad():
+        output = sla(input_ids, attention_mask, local_mask=random_local_mask(), record_gates=True)
+    assert output.gates.shape == (2, 2, 9)
+
+
+@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "albert", "deberta-v2", "modernbert"])
 def test_a_restrictive_mask_changes_the_output(family):
     model = tiny_encoder(family)
     input_ids, attention_mask = batch_inputs()
@@ -35,11 +226,11 @@ def test_a_restrictive_mask_changes_the_output(family):
 
 def test_unsupported_architecture_names_the_supported_ones():
     model = GPT2Model(GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=20))
-    with pytest.raises(ValueError, match=r"\[SLA-E002\].*gpt2.*bert, camembert, distilbert, electra, roberta"):
+    with pytest.raises(ValueError, match=rf"\[SLA-E002\].*gpt2.*Supported model types: {SUPPORTED}\."):
         SyntaxAwareTransformer(model)
 
 
-@pytest.mark.parametrize("family", ["bert", "roberta", "electra", "distilbert"])
+@pytest.mark.parametrize("family", PLAIN_FAMILIES + ["mpnet", "deberta-v2", "modernbert"])
 def test_each_adapter_finds_the_layers_and_replaces_their_self_attention(family):
     model = tiny_encoder(family)
     adapter = attention_family(model.config)
@@ -61,8 +252,72 @@ def test_the_table_maps_each_model_type_to_its_adapter():
         "camembert": BertStyleSelfAttention,
         "electra": BertStyleSelfAttention,
         "distilbert": DistilBertStyleAttention,
+        "mpnet": MPNetStyleAttention,
+        "albert": AlbertStyleAttention,
+        "deberta-v2": DebertaV2StyleSelfAttention,
+        "modernbert": ModernBertStyleAttention,
     }
-    assert {BertStyleSelfAttention.attribute, DistilBertStyleAttention.attribute} == {"self", "attention"}
+    assert [BertStyleSelfAttention.attribute, DistilBertStyleAttention.attribute, MPNetStyleAttention.attribute] == [
+        "self", "attention", "attn"
+    ]
+    assert AlbertStyleAttention.attribute == "attention"
+
+
+@pytest.mark.parametrize(
+    "model_type,position_embedding_type,adapter",
+    [
+        ("bert", None, BertStyleSelfAttention),
+        ("roberta", "absolute", BertStyleSelfAttention),
+        ("bert", "relative_key", BertStyleSelfAttention),
+        ("electra", "relative_key_query", BertStyleSelfAttention),
+        ("albert", "relative_key", AlbertStyleAttention),
+        ("mpnet", None, MPNetStyleAttention),
+        ("distilbert", None, DistilBertStyleAttention),
+        ("deberta-v2", None, DebertaV2StyleSelfAttention),
+    ],
+)
+def test_check_model_type_gives_the_adapter_of_a_supported_type(model_type, position_embedding_type, adapter):
+    assert check_model_type(model_type, position_embedding_type) is adapter
+
+
+def test_check_model_type_names_the_supported_types_from_the_table(monkeypatch):
+    with pytest.raises(ValueError, match=rf"^\[SLA-E002\] The transformer 'gpt2' has model type 'gpt2'.*types: {SUPPORTED}\.$"):
+        check_model_type("gpt2")
+    with pytest.raises(ValueError, match=r"\[SLA-E002\] The transformer 'my-model' has model type 't5'"):
+        check_model_type("t5", name="my-model")
+    monkeypatch.setitem(ATTENTION_FAMILIES, "new-family", BertStyleSelfAttention)
+    with pytest.raises(ValueError, match=r"types: albert, bert, .*, new-family, roberta, xlm-roberta\.$"):
+        check_model_type("gpt2")
+
+
+@pytest.mark.parametrize(
+    "model_type,position_embedding_type,supported",
+    [
+        ("bert", "rotary", "absolute, relative_key, relative_key_query"),
+        ("distilbert", "relative_key", "absolute"),
+    ],
+)
+def test_check_model_type_refuses_position_embeddings_the_adapter_does_not_compute(
+    model_type, position_embedding_type, supported
+):
+    with pytest.raises(
+        ValueError,
+        match=rf"\[SLA-E009\] The transformer '{model_type}' .*'{position_embedding_type}' position embeddings.*"
+        rf"'{model_type}'.*position_embedding_type {supported}; use a model with one of them",
+    ):
+        check_model_type(model_type, position_embedding_type)
+
+
+def test_check_transformer_config_reads_the_type_and_positions_of_a_config():
+    assert check_transformer_config(MPNetConfig()) is MPNetStyleAttention
+    assert check_transformer_config(DistilBertConfig()) is DistilBertStyleAttention
+    assert check_transformer_config(BertConfig(position_embedding_type="relative_key_query")) is BertStyleSelfAttention
+    config = BertConfig(position_embedding_type="rotary")
+    config.name_or_path = "some/bert"
+    with pytest.raises(ValueError, match=r"\[SLA-E009\] The transformer 'some/bert' .*'rotary'"):
+        check_transformer_config(config)
+    with pytest.raises(ValueError, match=r"\[SLA-E002\].*'gpt2'"):
+        check_transformer_config(GPT2Config())
 
 
 def test_an_adapter_without_the_layout_of_its_family_cannot_be_made():

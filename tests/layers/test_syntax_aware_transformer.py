@@ -56,9 +56,9 @@ def test_invalid_layers_are_refused(sla_layers):
         SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers)
 
 
-def test_relative_position_attention_is_refused():
-    config = BertConfig(hidden_size=32, position_embedding_type="relative_key", **SIZES)
-    with pytest.raises(ValueError, match=r"\[SLA-E009\].*relative_key"):
+def test_position_embeddings_the_adapter_does_not_compute_are_refused():
+    config = BertConfig(hidden_size=32, position_embedding_type="rotary", **SIZES)
+    with pytest.raises(ValueError, match=r"\[SLA-E009\].*'rotary' position embeddings.*absolute, relative_key, relative_key_query"):
         SyntaxAwareTransformer(BertModel(config))
 
 
