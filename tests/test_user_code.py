@@ -164,3 +164,38 @@ def test_a_custom_component_through_init_config_and_ab_is_scored_as_spacy_evalua
             assert rows[(variant, "score")]["per_seed"][str(seed)] == pytest.approx(expected, abs=1e-9)
         record = json.loads((user_project / "out" / variant / "seed0" / "run.json").read_text(encoding="utf8"))
         assert record["settings"]["code"] == str(user_project / "functions.py")
+
+
+@pytest.mark.parametrize("command", ["init-config", "ab", "benchmark", "mask-stats", "mask", "gates", "info", "annotate"])
+def test_every_command_that_reads_a_config_or_loads_a_pipeline_takes_code(command):
+    result = runner.invoke(app, ["sla", command, "--help"], terminal_width=200)
+    assert result.exit_code == 0 and "--code" in result.output
+
+
+# A custom component that only counts, and a pipeline of it after an SLA transformer.
+COUNTER = '''
+from spacy.language import Language
+
+
+@Language.component("token_counter")
+def token_counter(doc):
+    doc.user_data["n_tokens"] = len(doc)
+    return doc
+'''
+
+
+@pytest.mark.slow
+def test_info_loads_a_pipeline_with_a_custom_component_only_with_its_code(tiny_bert, tmp_path):
+    code = tmp_path / "counter.py"
+    code.write_text(COUNTER, encoding="utf8")
+    build = (f"import spacy; from spacy.util import import_file; import_file('counter', {str(code)!r}); "
+             f"nlp = spacy.blank('en'); nlp.add_pipe('sla_transformer', config={{'model': {{'name': {str(tiny_bert)!r}}}}}); "
+             f"nlp.add_pipe('token_counter'); nlp.initialize(); nlp.to_disk({str(tmp_path / 'pipeline')!r})")
+    subprocess.run([sys.executable, "-c", build], check=True, capture_output=True)
+    info = [sys.executable, "-m", "spacy", "sla", "info", str(tmp_path / "pipeline"), "--json"]
+    without = subprocess.run(info, capture_output=True, text=True)
+    assert without.returncode == 1 and "token_counter" in without.stdout + without.stderr
+    with_code = subprocess.run([*info, "--code", str(code)], capture_output=True, text=True)
+    assert with_code.returncode == 0, with_code.stdout[-2000:] + with_code.stderr[-2000:]
+    (component,) = json.loads(with_code.stdout)["components"]
+    assert component["component"] == "sla_transformer"
