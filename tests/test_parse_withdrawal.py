@@ -10,6 +10,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from spacy_sla.parse_withdrawal import ParseWithdrawal, unparsed_arrays, withdraw_parse
+
 from util import english_vocab, parsed_doc
 
 WORDS = "the cat sat on the mat and the dog ran".split()

@@ -5,7 +5,6 @@ whose report scores it as `spacy evaluate --code` does."""
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest

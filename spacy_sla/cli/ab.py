@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import typer
-from spacy.util import load_config
 from spacy.cli._util import Arg, Opt, parse_config_overrides
+from spacy.util import load_config
 from wasabi import msg
 
 from spacy_sla.ab.outputs import AB_FILES, INTERIM_FILES, INTERIM_REPORT, REPORT
