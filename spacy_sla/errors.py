@@ -508,14 +508,14 @@ class Errors(metaclass=SLACodes):
         "sees the pipeline, the input, the output directory and the --code "
         "file at the same paths, with the packages the pipeline needs."
     )
-    E085 = (
+    E087 = (
         "Could not import the Python file {path} given with --code: "
         "{reason}. Pass the file that registers your custom components, "
         "architectures or scorers, the one you give `spacy train --code`; "
         "it is imported from the directory you run the command in, so its "
         "own imports resolve from there."
     )
-    E086 = (
+    E088 = (
         "The config {path} uses what is not registered: {missing}. spaCy "
         "would fail on it in every run (\"Can't find factory\" or \"Could "
         "not find function\"): {hint}; or install the package that "

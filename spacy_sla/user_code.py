@@ -16,7 +16,7 @@ _IMPORTED: Set[Path] = set()
 
 def import_user_code(code_path: Optional[Path]) -> None:
     """Import the file once per process, as `spacy train --code` does;
-    [SLA-E085] when it is missing or raises."""
+    [SLA-E087] when it is missing or raises."""
     if code_path is None:
         return
     path = Path(code_path).resolve()
@@ -25,11 +25,11 @@ def import_user_code(code_path: Optional[Path]) -> None:
     if "" not in sys.path and str(Path.cwd()) not in sys.path:  # as under `python -m spacy`: the file's own imports
         sys.path.insert(0, str(Path.cwd()))
     if not path.is_file():
-        raise ValueError(Errors.E085.format(path=code_path, reason="there is no such file"))
+        raise ValueError(Errors.E087.format(path=code_path, reason="there is no such file"))
     try:
         import_file("python_code", path)
     except Exception as error:  # whatever the user's file raises
-        raise ValueError(Errors.E085.format(path=code_path, reason=f"{type(error).__name__}: {error}")) from error
+        raise ValueError(Errors.E087.format(path=code_path, reason=f"{type(error).__name__}: {error}")) from error
     _IMPORTED.add(path)
 
 
@@ -67,7 +67,7 @@ def unregistered(config: Dict[str, Any]) -> List[str]:
 
 
 def check_registered(config: Dict[str, Any], path: Path, code_path: Optional[Path]) -> None:
-    """[SLA-E086] naming what the config at `path` uses that is not
+    """[SLA-E088] naming what the config at `path` uses that is not
     registered, after importing `code_path`."""
     import_user_code(code_path)
     missing = unregistered(config)
@@ -75,4 +75,4 @@ def check_registered(config: Dict[str, Any], path: Path, code_path: Optional[Pat
         shown = "; ".join(missing[:8]) + (f"; and {len(missing) - 8} more" if len(missing) > 8 else "")
         hint = (f"the file given with --code ({code_path}) does not register them" if code_path is not None
                 else "pass the Python file that registers them with --code, as for `spacy train --code`")
-        raise ValueError(Errors.E086.format(path=path, missing=shown, hint=hint))
+        raise ValueError(Errors.E088.format(path=path, missing=shown, hint=hint))

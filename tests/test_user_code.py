@@ -93,7 +93,7 @@ def test_unregistered_factories_and_functions_are_named():
         '[components.tagger] factory "no_such_tagger"',
         '[components.tagger.model] @architectures = "no_such.Tagger.v1"',
     ]
-    with pytest.raises(ValueError, match=r"\[SLA-E086\].*no_such_tagger.*pass the Python file"):
+    with pytest.raises(ValueError, match=r"\[SLA-E088\].*no_such_tagger.*pass the Python file"):
         check_registered(config, Path("user.cfg"), None)
 
 
@@ -106,10 +106,10 @@ def test_the_code_file_registers_once_and_its_imports_resolve_from_the_working_d
 
 
 def test_a_missing_or_failing_code_file_is_a_coded_error(tmp_path):
-    with pytest.raises(ValueError, match=r"\[SLA-E085\].*no_such\.py given with --code: there is no such file"):
+    with pytest.raises(ValueError, match=r"\[SLA-E087\].*no_such\.py given with --code: there is no such file"):
         import_user_code(tmp_path / "no_such.py")
     (tmp_path / "broken.py").write_text("import no_such_module_anywhere\n", encoding="utf8")
-    with pytest.raises(ValueError, match=r"\[SLA-E085\].*ModuleNotFoundError"):
+    with pytest.raises(ValueError, match=r"\[SLA-E087\].*ModuleNotFoundError"):
         import_user_code(tmp_path / "broken.py")
 
 
@@ -118,7 +118,7 @@ def test_init_config_without_the_code_is_refused_before_writing(user_project):
     text = user.read_text(encoding="utf8").replace('"word_tagger"', '"word_tagger_elsewhere"')
     user.write_text(text, encoding="utf8")
     result = runner.invoke(app, ["sla", "init-config", str(user), str(user_project / "configs")])
-    assert result.exit_code == 1 and "[SLA-E086]" in result.output and "word_tagger_elsewhere" in result.output
+    assert result.exit_code == 1 and "[SLA-E088]" in result.output and "word_tagger_elsewhere" in result.output
     assert not (user_project / "configs").exists()
 
 
@@ -141,7 +141,7 @@ def test_a_custom_component_through_init_config_and_ab_is_scored_as_spacy_evalua
     # in a fresh process, as a user runs it: here the code is imported already
     without = subprocess.run([sys.executable, "-m", "spacy", *arguments[:3], "refused", *arguments[4:]],
                              capture_output=True, text=True, cwd=user_project)
-    assert without.returncode == 1 and "[SLA-E086]" in without.stdout, without.stdout[-2000:] + without.stderr[-2000:]
+    assert without.returncode == 1 and "[SLA-E088]" in without.stdout, without.stdout[-2000:] + without.stderr[-2000:]
     assert not (user_project / "refused").exists()
     result = runner.invoke(app, [*arguments, *code])
     assert result.exit_code == 0, result.output
