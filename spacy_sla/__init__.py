@@ -15,6 +15,7 @@ from .masks import (
     TreeDistanceBuckets,
     WindowMask,
 )
+from .parse_withdrawal import ParseWithdrawal, make_parse_withdrawal
 from .pipeline_component import SLATransformer, make_sla_transformer
 from .token_ner import TokenNER, make_token_ner
 from .training import corpora, heads, loggers, scorers  # noqa: F401  (registers functions)
@@ -26,6 +27,7 @@ __all__ = [
     "MaskBuilder",
     "MissingParseError",
     "ParentAttention",
+    "ParseWithdrawal",
     "SLATransformer",
     "SoftThreshold",
     "SoftThresholdBias",
@@ -36,6 +38,7 @@ __all__ = [
     "WindowMask",
     "__version__",
     "make_entity_guard",
+    "make_parse_withdrawal",
     "make_sla_transformer",
     "make_token_ner",
 ]

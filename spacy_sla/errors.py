@@ -523,6 +523,21 @@ class Errors(metaclass=SLACodes):
     )
 
 
+    # Your code
+    E087 = (
+        "Could not import the Python file {path} given with --code: "
+        "{reason}. Pass the file that registers your custom components, "
+        "architectures or scorers, the one you give `spacy train --code`; "
+        "it is imported from the directory you run the command in, so its "
+        "own imports resolve from there."
+    )
+    E088 = (
+        "The config {path} uses what is not registered: {missing}. spaCy "
+        "would fail on it in every run (\"Can't find factory\" or \"Could "
+        "not find function\"): {hint}; or install the package that "
+        "provides them."
+    )
+
 class TransformerLoadFixes:
     """How to fix [SLA-E005], by what could not be loaded: the `fix` of its
     message."""

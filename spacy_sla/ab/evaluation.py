@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy
 from spacy import util
+from spacy.cli._util import import_code
 from spacy.language import Language
 from spacy.scorer import Scorer
 from spacy.training import Corpus, Example
@@ -144,7 +145,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--resamples", type=int, default=10000)
     parser.add_argument("--random-seed", type=int, default=0)
+    parser.add_argument("--code", type=Path, default=None, help="the user's registered functions, as spacy evaluate --code")
     arguments = parser.parse_args(argv)
+    import_code(arguments.code)
     evaluation = evaluate_model(arguments.model, arguments.dev, gpu_id=arguments.gpu_id,
                                 resamples=arguments.resamples, random_seed=arguments.random_seed)
     write_atomically(arguments.output, json.dumps(evaluation).encode("utf8"))

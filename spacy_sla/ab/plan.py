@@ -40,6 +40,7 @@ from thinc.api import Config
 
 from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
+from ..user_code import check_registered
 from .configs import (
     REFERENCE,
     arm_differences,
@@ -119,6 +120,7 @@ class AbPlan:
     size_overrides: Dict[Optional[int], Dict[str, Any]] = field(default_factory=dict)
     by_mask: bool = False  # each run records its mask strata (AbRun.by_mask)
     drop_models: bool = False  # each run deletes its models once its records are written
+    code_path: Optional[Path] = None  # the user's registered functions (`--code`), imported here and by every run
 
     @property
     def arms(self) -> List[str]:
@@ -148,6 +150,8 @@ class AbPlan:
                 raise ValueError(Errors.E039.format(variant=variant, config_dir=self.config_dir,
                                                     path=self.config_path(variant)))
         configs = [self._read_config(variant) for variant in self.arms]
+        for variant, config in zip(self.arms, configs):
+            check_registered(config, self.config_path(variant), self.code_path)
         transformer = str(manifest.get("transformer", "transformer"))
         added = list(manifest.get("added_components", []))
         for variant, config in zip(self.arms[1:], configs[1:]):
@@ -230,7 +234,7 @@ class AbPlan:
             AbRun(variant, seed, size, self.config_path(variant), self.output_dir, files[size], self.dev_path,
                   self.overrides_at(size), len(self.sizes) > 1 or self.sizes != [None], self.gpu_id, self.model,
                   self.resamples, self.random_seed, self.sample_seed, by_mask=self.by_mask,
-                  drop_models=self.drop_models)
+                  drop_models=self.drop_models, code_path=self.code_path)
             for size in self.sizes for seed in self.seeds for variant in self.arms
         ]
 

@@ -20,6 +20,7 @@ from thinc.api import Config
 
 from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
+from ..user_code import import_user_code
 from .configs import (
     REFERENCE,
 )
@@ -64,6 +65,7 @@ class AbRun:
     # what is done after the evaluation; neither changes the run's result, so neither is a setting
     by_mask: bool = False  # record which dev documents the mask restricts (needs the model)
     drop_models: bool = False  # then delete the models, keeping the records the report needs
+    code_path: Optional[Path] = None  # the user's registered functions, as `spacy train --code` takes them
 
     @property
     def name(self) -> str:
@@ -88,15 +90,18 @@ class AbRun:
         }
         if self.size is not None:  # a sample drawn with another seed is another training set at the same path
             settings["sample_seed"] = self.sample_seed
+        if self.code_path is not None:  # edited code trains another model
+            settings["code"] = str(self.code_path)
+            settings["code_sha256"] = file_fingerprint(self.code_path)["sha256"]
         return settings
 
     def train_command(self) -> List[str]:
         return [sys.executable, "-m", "spacy", "train", str(self.run_dir / RUN_CONFIG), "--output",
-                str(self.run_dir), "--gpu-id", str(self.gpu_id)]
+                str(self.run_dir), "--gpu-id", str(self.gpu_id), *code_arguments(self.code_path)]
 
     def evaluate_command(self) -> List[str]:
         return evaluation_command(self.model_dir, self.dev_path, self.run_dir / EVALUATION, self.gpu_id,
-                                  self.resamples, self.random_seed)
+                                  self.resamples, self.random_seed, self.code_path)
 
 
 def has_setting(config: Dict[str, Any], dotted: str) -> bool:
@@ -165,10 +170,16 @@ def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> D
     return record
 
 
+def code_arguments(code_path: Optional[Path]) -> List[str]:
+    """`--code PATH` for a command that loads the user's pipeline, or nothing."""
+    return [] if code_path is None else ["--code", str(code_path)]
+
+
 def evaluation_command(model_dir: Path, dev_path: Path, output: Path, gpu_id: int = -1, resamples: int = 10000,
-                       random_seed: int = 0) -> List[str]:
+                       random_seed: int = 0, code_path: Optional[Path] = None) -> List[str]:
     return [sys.executable, "-m", "spacy_sla.ab.evaluation", str(model_dir), str(dev_path), str(output),
-            "--gpu-id", str(gpu_id), "--resamples", str(resamples), "--random-seed", str(random_seed)]
+            "--gpu-id", str(gpu_id), "--resamples", str(resamples), "--random-seed", str(random_seed),
+            *code_arguments(code_path)]
 
 
 def evaluate_saved_model(
@@ -180,6 +191,7 @@ def evaluate_saved_model(
     resamples: int = 10000,
     random_seed: int = 0,
     log_path: Optional[Path] = None,
+    code_path: Optional[Path] = None,
 ) -> Dict[str, Any]:
     """Score a saved pipeline on a dev set (dev_evaluation in its own
     process: `spacy evaluate`'s scores, the speed, the per-document
@@ -187,11 +199,13 @@ def evaluate_saved_model(
     the same model, dev file and draws."""
     key = {"version": EVALUATION_VERSION, "model": file_fingerprint(model_dir / "meta.json"),
            "dev": file_fingerprint(dev_path), "resamples": resamples, "random_seed": random_seed}
+    if code_path is not None:
+        key["code"] = file_fingerprint(code_path)
     if output.exists():
         kept = json.loads(output.read_text(encoding="utf8"))
         if kept.get("key") == key:
             return kept
-    run_command(evaluation_command(model_dir, dev_path, output, gpu_id, resamples, random_seed), log_path)
+    run_command(evaluation_command(model_dir, dev_path, output, gpu_id, resamples, random_seed, code_path), log_path)
     evaluation = json.loads(output.read_text(encoding="utf8"))
     evaluation["key"] = key
     write_atomically(output, json.dumps(evaluation).encode("utf8"))
@@ -209,7 +223,8 @@ def evaluate(run: AbRun, log_path: Optional[Path] = None) -> Dict[str, Any]:
                                                 record=f"evaluation ({EVALUATION})"))
         return json.loads(path.read_text(encoding="utf8"))
     return evaluate_saved_model(run.model_dir, run.dev_path, run.run_dir / EVALUATION, gpu_id=run.gpu_id,
-                                resamples=run.resamples, random_seed=run.random_seed, log_path=log_path)
+                                resamples=run.resamples, random_seed=run.random_seed, log_path=log_path,
+                                code_path=run.code_path)
 
 
 def record_mask_strata(run: AbRun) -> None:
@@ -275,6 +290,7 @@ def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -
         os.chdir(working_dir)
     stage = "train"
     try:
+        import_user_code(run.code_path)  # the mask strata load the model in this process
         record = train(run, run.run_dir / TRAIN_OUTPUT if logs else None)
         kept = bool(record.get("kept"))  # train() checked finished_settings (a hash of the training data) once
         stage = "evaluate"

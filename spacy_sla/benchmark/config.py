@@ -41,6 +41,7 @@ from spacy.util import registry, resolve_dot_names
 from thinc.api import Config, require_gpu
 
 from ..ab.configs import REFERENCE, find_transformer, make_variant_configs
+from ..user_code import import_user_code
 from .measure import (
     MaskTimer,
     _summary,
@@ -234,9 +235,11 @@ def batch_description(batch: Sequence[Example]) -> Dict[str, int]:
     return {"docs": len(lengths), "words": sum(lengths), "padded_words": max(lengths) * len(lengths)}
 
 
-def config_memory_probe(config_text: str, sample: str, gpu_id: int, n_batches: int, component: Optional[str]) -> float:
+def config_memory_probe(config_text: str, sample: str, gpu_id: int, n_batches: int, component: Optional[str],
+                        code_path: Optional[str] = None) -> float:
     """In a fresh process: initialise one variant, predict the sample with
     the transformer component, take its training steps, report the peak."""
+    import_user_code(None if code_path is None else Path(code_path))
     if gpu_id >= 0:
         require_gpu(gpu_id)
     bench = build_pipeline(Config().from_str(config_text, interpolate=False), Path(sample), gpu_id, n_batches, component)
@@ -250,10 +253,12 @@ def config_memory_probe(config_text: str, sample: str, gpu_id: int, n_batches: i
     return peak_memory_in_this_process(gpu_id)
 
 
-def config_peak_memory(config: Config, sample: Path, gpu_id: int, n_batches: int, component: Optional[str]) -> float:
+def config_peak_memory(config: Config, sample: Path, gpu_id: int, n_batches: int, component: Optional[str],
+                       code_path: Optional[Path] = None) -> float:
     code = ("import json, sys; from spacy_sla.benchmark.config import config_memory_probe; "
             "print(config_memory_probe(*json.load(sys.stdin)))")
-    arguments = [config.to_str(interpolate=False), str(sample), gpu_id, n_batches, component]
+    arguments = [config.to_str(interpolate=False), str(sample), gpu_id, n_batches, component,
+                 None if code_path is None else str(code_path)]
     result = subprocess.run([sys.executable, "-c", code], input=json.dumps(arguments), capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"The memory probe failed:\n{result.stderr[-3000:]}")
@@ -273,9 +278,12 @@ def run_config_benchmark(
     gpu_id: int = -1,
     n_batches: int = 1,
     component: Optional[str] = None,
+    code_path: Optional[Path] = None,
 ) -> Dict[str, Any]:
     """Build, initialise and measure the vanilla and SLA pipelines of a
-    user's config on the first n_docs documents of data."""
+    user's config on the first n_docs documents of data; code_path: the
+    user's registered functions, imported here and in the memory probes."""
+    import_user_code(code_path)
     if gpu_id >= 0:
         require_gpu(gpu_id)
     configs = benchmark_configs(config_path, parser_name, model, overrides, component)
@@ -289,7 +297,7 @@ def run_config_benchmark(
         print(f"Measuring {len(reference.examples)} documents, {repeats} repetitions ...", flush=True)
         result = measure(pipelines, repeats, train)
         if memory:
-            result["peak_memory_mib"] = {variant: config_peak_memory(config, sample, gpu_id, n_batches, component)
+            result["peak_memory_mib"] = {variant: config_peak_memory(config, sample, gpu_id, n_batches, component, code_path)
                                          for variant, config in configs.items()}
     transformer_block = configs[REFERENCE]["components"][reference.transformer]["model"]
     return {

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional
 
 import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
+from spacy.util import load_config
 from wasabi import msg
 
 from spacy_sla.ab.outputs import AB_FILES, INTERIM_FILES, INTERIM_REPORT, REPORT
@@ -26,13 +27,25 @@ from ..ab.configs import (
 from ..ab.lock import hold_output_dir, live_holder
 from ..ab.report import write_report
 from ..errors import Errors
-from ._app import sla_cli
+from ..user_code import check_registered, import_user_code
+from ._app import CODE_HELP, sla_cli
 
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def _split(values: str) -> List[str]:
     return [value.strip() for value in values.split(",") if value.strip()]
+
+
+def _check_registered(config_path: Path, code_path: Optional[Path]) -> None:
+    """Import --code and refuse a config naming unregistered functions; a
+    config that does not load is left to init_variant_configs' own error."""
+    import_user_code(code_path)
+    try:
+        config = load_config(config_path, interpolate=False)
+    except Exception:
+        return
+    check_registered(config, config_path, code_path)
 
 
 @sla_cli.command("init-config")
@@ -48,6 +61,7 @@ def init_config_cli(
     punct_rule: Optional[str] = Opt(None, "--punct-rule", help="authors, spacy or none"),
     sla_layers: Optional[str] = Opt(None, "--sla-layers", help="Comma-separated layer indices with a local branch"),
     overwrite: bool = Opt(False, "--overwrite", help="Write into a folder that holds files: replace those of the same names and the configs of an earlier init-config call; leave others alone (they are not arms)"),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP, exists=True, dir_okay=False),
 ):
     """Turn a spacy-transformers config into one config per attention
     variant (vanilla first), identical except in the transformer's blocks,
@@ -57,6 +71,7 @@ def init_config_cli(
         options = {"threshold": threshold, "window": window, "punct_rule": punct_rule,
                    "sla_layers": None if sla_layers is None else parse_sla_layers(sla_layers)}
         assert set(options) == set(VARIANT_OPTIONS)
+        _check_registered(input_path, code_path)
         written = init_variant_configs(input_path, output_dir, _split(variants), parser=parser, transformer=component,
                                        vanilla_parser=not no_vanilla_parser, options=options, overwrite=overwrite)
     except (ValueError, OSError) as error:
@@ -64,7 +79,8 @@ def init_config_cli(
     for variant, path in written.items():
         msg.good(f"{variant}: {path}")
     msg.good(f"The arms of `spacy sla ab`: {output_dir / MANIFEST}")
-    msg.info(f"Next: python -m spacy sla ab {output_dir} OUTPUT_DIR --paths.train TRAIN --paths.dev DEV")
+    code = "" if code_path is None else f" --code {code_path}"
+    msg.info(f"Next: python -m spacy sla ab {output_dir} OUTPUT_DIR --paths.train TRAIN --paths.dev DEV{code}")
 
 
 @sla_cli.command("ab", context_settings=OVERRIDES)
@@ -89,6 +105,7 @@ def ab_cli(
     no_figure: bool = Opt(False, "--no-figure", help="Write report.md and report.json only"),
     by_mask: bool = Opt(False, "--by-mask", help="Also compare the main score where each variant's mask restricts and where it hides nothing"),
     drop_models: bool = Opt(False, "--drop-models", help="Delete each run's model-last and model-best once it is scored: the runs' records (a few MB) are what the report and a later call need"),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP + "; passed on to every `spacy train` and evaluation", exists=True, dir_okay=False),
 ):
     """Train vanilla and each variant with every seed (`spacy train`), score
     the last models on the dev set, and write a report: per score, the
@@ -109,7 +126,8 @@ def ab_cli(
         plan = AbPlan(config_dir, output_dir, train_path, dev_path, chosen, [int(seed) for seed in _split(seeds)],
                       parse_sizes(_split(train_sizes)), sample_seed, overrides, gpu_id,
                       "best" if best else "last", resamples, size_overrides=parse_size_overrides(size_override),
-                      by_mask=by_mask, drop_models=drop_models)
+                      by_mask=by_mask, drop_models=drop_models,
+                      code_path=None if code_path is None else code_path.resolve())
         if dry_run:
             plan.check()
             _warn_of_edited_arms(plan)

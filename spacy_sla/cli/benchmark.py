@@ -11,7 +11,7 @@ from wasabi import msg
 
 from ..benchmark.config import format_config_table, run_config_benchmark
 from ..benchmark.measure import DEFAULT_DATA
-from ._app import sla_cli
+from ._app import CODE_HELP, sla_cli
 
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -31,6 +31,7 @@ def benchmark_cli(
     memory: bool = Opt(True, "--memory/--no-memory", help="Also measure peak memory (a process per variant)"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
     output: Path = Opt(Path("metrics/benchmark.json"), "--output", help="Where to write the JSON report"),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP, exists=True, dir_okay=False),
 ):
     """Throughput of the transformer component, the whole pipeline and a
     training step for your config's vanilla and SLA pipelines (your
@@ -52,18 +53,19 @@ def benchmark_cli(
     if output.exists() and not output.is_file():
         msg.fail(f"--output {output} is a directory; name the JSON file to write", exits=1)
     _config_benchmark(config, data, parser, model, overrides, n_docs, repeats, train, memory, gpu_id, n_batches, output,
-                      component)
+                      component, None if code_path is None else code_path.resolve())
 
 
 def _config_benchmark(
     config: Path, data: Path, parser: str, model: Optional[str], overrides: Dict[str, Any], n_docs: int, repeats: int,
     train: bool, memory: bool, gpu_id: int, n_batches: int, output: Path, component: Optional[str] = None,
+    code_path: Optional[Path] = None,
 ) -> None:
     """--config: the config's vanilla and SLA pipelines, side by side."""
     try:
         report = run_config_benchmark(config, data, parser, model=model, overrides=overrides, n_docs=n_docs,
                                       repeats=repeats, train=train, memory=memory, gpu_id=gpu_id, n_batches=n_batches,
-                                      component=component)
+                                      component=component, code_path=code_path)
     except OSError as error:
         msg.fail(f"Could not run the benchmark: {' '.join(str(error).split())}", exits=1)
     except ValueError as error:

@@ -47,7 +47,8 @@ from ..mask_statistics import (
     statistics_table,
     strided_spans,
 )
-from ._app import sla_cli
+from ..user_code import import_user_code
+from ._app import CODE_HELP, sla_cli
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 COMPONENT_HELP = "The SLA component to use; needed only when a pipeline has several"
@@ -117,6 +118,14 @@ def _read_docs(data_path: Path) -> DocBin:
         )
 
 
+def _import_code(code_path: Optional[Path]) -> None:
+    """--code, before any pipeline loads."""
+    try:
+        import_user_code(code_path)
+    except ValueError as error:
+        msg.fail(_one_line(error), exits=1)
+
+
 def _fail(error: InspectionError, model: str) -> None:
     """Exit with the error's message, which says what to do."""
     msg.fail(f"{model}: {error}", exits=1)
@@ -131,6 +140,7 @@ def gates_cli(
     component: Optional[str] = Opt(None, "--component", help=COMPONENT_HELP),
     limit: Optional[int] = Opt(None, "--limit", help="Use only the first N documents", min=1),
     batch_size: int = Opt(32, "--batch-size", "-b", help="Documents per nlp.pipe batch", min=1),
+    code_path: Optional[Path] = Opt(None, "--code", help=CODE_HELP, exists=True, dir_okay=False),
 ):
     """How much the gates of each SLA layer weigh the local branch: mean and
     standard deviation of g over all tokens of DATA_PATH, per layer, for MODEL
@@ -139,6 +149,7 @@ def gates_cli(
     Writes one figure to --output and the numbers to the same stem with .json."""
     if output.suffix not in FIGURE_SUFFIXES:
         msg.fail(f"--output must end in {', '.join(FIGURE_SUFFIXES)}; got '{output.name}'", exits=1)
+    _import_code(code_path)
     try:
         require_matplotlib()
     except InspectionError as error:
@@ -182,6 +193,7 @@ def mask_cli(
     output: Path = Opt(..., "--output", "-o", help=".png: a heatmap, plus the displaCy parse as .svg beside it; .html: one self-contained page with both"),
     wordpieces: bool = Opt(False, "--wordpieces", help="Draw the wordpiece-level matrices the model uses (one per transformer span) instead of the token-level mask"),
     component: Optional[str] = Opt(None, "--component", help=COMPONENT_HELP),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP, exists=True, dir_okay=False),
 ):
     """Draw the local attention mask of one text (rows: query, columns: key)
     beside its dependency parse, from the components that run before the SLA
@@ -189,6 +201,7 @@ def mask_cli(
     soft threshold) show their distance buckets on a colour scale."""
     if output.suffix not in (".png", ".html"):
         msg.fail(f"--output must end in .png or .html; got '{output.name}'", exits=1)
+    _import_code(code_path)
     try:
         if output.suffix == ".png":
             require_matplotlib()
@@ -224,10 +237,12 @@ def _shown(value: Any) -> str:
 def info_cli(
     model: str = Arg(..., help="A pipeline directory or package"),
     as_json: bool = Opt(False, "--json", help="Print JSON instead of tables"),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP, exists=True, dir_okay=False),
 ):
     """Where a pipeline uses syntax-aware attention and how: per component,
     the architecture, mask builder, SG-Net and LISA settings, the SLA layers,
     the transformer, and the parameters SLA adds."""
+    _import_code(code_path)
     nlp = _load(model)
     components = sla_info(nlp)
     if not components:
@@ -270,12 +285,14 @@ def mask_stats_cli(
     sample_seed: Optional[int] = Opt(None, "--sample-seed", help="Draw the --limit Docs at random with this seed"),
     from_text: bool = Opt(False, "--from-text", help="Parse every Doc again from its text, as spacy train and spacy evaluate make their Docs (needs --parser)"),
     output: Optional[Path] = Opt(None, "--output", "-o", help="Also write the numbers to this JSON file"),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP, exists=True, dir_okay=False),
 ):
     """How much the local mask restricts attention over a corpus, before
     training: per threshold and level, the share of sequences whose mask
     hides nothing and the visible share of token pairs and (with
     --transformer) of wordpiece pairs, as the sla_transformer component
     builds its masks. Prints a markdown table."""
+    _import_code(code_path)
     levels = list(LEVELS) if level == "both" else [level]
     values = _numbers(thresholds, "--thresholds")
     try:
