@@ -12,13 +12,13 @@ PACKAGE = Path(__file__).parent.parent / "spacy_sla"
 
 # bottom to top
 LAYERS = [
-    {"about", "errors", "files"},
+    {"about", "errors", "files", "user_code"},
     {"punctuation", "dependency_tree", "conllu", "parsers"},
     {"masks", "data_classes"},
     {"syntax_inputs"},
     {"layers"},
     {"gates"},
-    {"pipeline_component", "architectures", "token_ner", "entity_guard"},
+    {"pipeline_component", "architectures", "token_ner", "entity_guard", "parse_withdrawal"},
     {"inspection", "mask_statistics", "training"},
     {"ab", "benchmark", "annotation", "_ray"},
     {"cli"},
