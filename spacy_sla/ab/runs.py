@@ -20,12 +20,10 @@ from thinc.api import Config
 
 from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
-from .configs import (
-    REFERENCE,
-)
 from .evaluation import EVALUATION_VERSION
 from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
 from .processes import AbInterrupted, run_command
+from .variant_blocks import REFERENCE
 
 RUN_SETTINGS = "run.json"
 RUN_CONFIG = "train-config.cfg"

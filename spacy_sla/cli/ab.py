@@ -13,18 +13,11 @@ from spacy_sla.ab.plan import AbPlan, dry_run_lines, finished_part, parse_size_o
 from spacy_sla.ab.processes import AbInterrupted, stop_on_signals
 from spacy_sla.ab.runs import AbResult, execute_logged, lost_run, progress_line, run_sequentially
 
-from ..ab.configs import (
-    DEFAULT_PARSER,
-    MANIFEST,
-    VARIANT_OPTIONS,
-    edited_arms,
-    init_variant_configs,
-    manifest_variants,
-    parse_sla_layers,
-    variant_names,
-)
+from ..ab.configs import DEFAULT_PARSER, init_variant_configs
 from ..ab.lock import hold_output_dir, live_holder
+from ..ab.manifest import MANIFEST, edited_arms, manifest_variants
 from ..ab.report import write_report
+from ..ab.variant_blocks import VARIANT_OPTIONS, parse_sla_layers, variant_names
 from ..errors import Errors
 from ._app import sla_cli
 
