@@ -127,7 +127,7 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
     runs = prepare(plan)
     _warn_of_edited_arms(plan)
     if ray:
-        from .._ray import run_grid
+        from ..ray_session import run_grid
 
         if plan.gpu_id >= 0 and ray_gpus_per_run <= 0:
             msg.warn(f"--gpu-id {plan.gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")
