@@ -28,7 +28,7 @@ from thinc.api import Config
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lab.tasks import TASKS  # noqa: E402
-from spacy_sla.ab.configs import VARIANTS_DIR, variant_names  # noqa: E402
+from spacy_sla.ab.variant_blocks import VARIANTS_DIR, variant_names  # noqa: E402
 
 CONFIGS = Path(__file__).parent
 PARTS = CONFIGS / "parts"

@@ -9,7 +9,7 @@ import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
-from spacy_sla import _ray
+from spacy_sla import ray_session
 from spacy_sla.inspection import InspectionError
 
 from .baseline import (
@@ -86,8 +86,8 @@ def _check_transformer(transformer: str) -> None:
 def _check_ray_installed() -> None:
     """Refuse --ray without Ray before any data is prepared or run trained."""
     try:
-        _ray.import_ray()
-    except _ray.RayNotInstalled as error:
+        ray_session.import_ray()
+    except ray_session.RayNotInstalled as error:
         msg.fail(str(error), exits=1)
 
 
@@ -321,7 +321,7 @@ def experiment_cli(
     corpus_dir, training_dir, metrics_dir = (root / part / task for part in ("corpus", "training", "results"))
     _check_count("--train-limit", train_limit)
     _check_transformer(transformer)
-    if _ray.on_ray(ray, ray_address):
+    if ray_session.on_ray(ray, ray_address):
         _check_ray_installed()
     # Prepared again whenever its record (corpus.json) is missing or names other sources or limits.
     try:
@@ -332,7 +332,7 @@ def experiment_cli(
     except (ConversionError, OSError) as error:
         _conversion_failed(error, f"prepare the {task} corpus")
     extra = parse_config_overrides(ctx.args)
-    if _ray.on_ray(ray, ray_address):  # the same runs, records and layout, as Ray tasks (lab/grid.py)
+    if ray_session.on_ray(ray, ray_address):  # the same runs, records and layout, as Ray tasks (lab/grid.py)
         from .grid import experiment_on_ray
 
         n_failed = experiment_on_ray(

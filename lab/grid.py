@@ -20,7 +20,6 @@ from pathlib import Path
 from subprocess import CalledProcessError
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from spacy_sla._ray import run_grid
 from spacy_sla.ab.runs import (
     EVALUATE_OUTPUT,
     RUN_SETTINGS,
@@ -30,6 +29,7 @@ from spacy_sla.ab.runs import (
     lost_run,
     progress_line,
 )
+from spacy_sla.ray_session import run_grid
 
 from .experiments import evaluate_run, markdown_table, summarize, train_run
 

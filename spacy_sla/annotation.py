@@ -627,7 +627,7 @@ def annotate_on_ray(
     writes one shard per call; Ray restarts a worker that died and retries
     its shard. The input and output directories must be on storage every
     node sees at the same path."""
-    from ._ray import import_ray, ray_session
+    from .ray_session import import_ray, ray_session
 
     started = time.time()
     settings = settings.resolved()

@@ -10,7 +10,7 @@ from spacy.cli.debug_config import debug_config
 from spacy.tokens import DocBin
 from thinc.api import Config
 
-from spacy_sla.ab.configs import variant_names
+from spacy_sla.ab.variant_blocks import variant_names
 
 ROOT = Path(__file__).parent.parent
 CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))

@@ -20,7 +20,7 @@ LAYERS = [
     {"gates"},
     {"pipeline_component", "architectures", "token_ner", "entity_guard", "parse_withdrawal"},
     {"inspection", "mask_statistics", "training"},
-    {"ab", "benchmark", "annotation", "_ray"},
+    {"ab", "benchmark", "annotation", "ray_session"},
     {"cli"},
 ]
 LEVEL: Dict[str, int] = {name: level for level, names in enumerate(LAYERS) for name in names}

@@ -4,7 +4,14 @@ instance (bound to the loopback address) and of a joined cluster (no
 network setting)."""
 import pytest
 
-from spacy_sla._ray import FORWARD_ENV_VARIABLE, LOOPBACK, forwarded_env, init_options, is_credential, ray_session
+from spacy_sla.ray_session import (
+    FORWARD_ENV_VARIABLE,
+    LOOPBACK,
+    forwarded_env,
+    init_options,
+    is_credential,
+    ray_session,
+)
 
 ENVIRONMENT = {
     "HF_HUB_OFFLINE": "1",

@@ -11,8 +11,8 @@ import pytest
 from spacy.cli._util import app
 from typer.testing import CliRunner
 
-import spacy_sla._ray
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+import spacy_sla.ray_session
 from lab.cli import app as lab_app
 from lab.tasks import TASKS
 
@@ -169,11 +169,11 @@ def test_a_transformer_directory_without_a_config_is_refused_before_training(tmp
 
 
 def no_ray():
-    raise spacy_sla._ray.RayNotInstalled("Ray is not installed: `pip install \"spacy-sla[ray]\"`")
+    raise spacy_sla.ray_session.RayNotInstalled("Ray is not installed: `pip install \"spacy-sla[ray]\"`")
 
 
 def test_ray_missing_is_said_before_anything_is_prepared(tiny_bert, tmp_path, monkeypatch):
-    monkeypatch.setattr(spacy_sla._ray, "import_ray", no_ray)
+    monkeypatch.setattr(spacy_sla.ray_session, "import_ray", no_ray)
     result = runner.invoke(lab_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
                                  "--transformer", str(tiny_bert), "--root", str(tmp_path / "project"), "--ray"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output

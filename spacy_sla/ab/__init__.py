@@ -16,10 +16,12 @@ seeds and over resampled dev documents (report.py).
     if not any(result.failed for result in results):
         paths = write_report(plan, runs)  # report.md, report.json, report.png
 """
-from .configs import REFERENCE, init_variant_configs, make_variant_configs, manifest_variants
+from .configs import init_variant_configs, make_variant_configs
+from .manifest import manifest_variants
 from .plan import AbPlan, dry_run_lines, finished_part, parse_size_overrides, parse_sizes, prepare
 from .report import write_report
 from .runs import AbResult, AbRun, execute, lost_run, progress_line, run_sequentially
+from .variant_blocks import REFERENCE
 
 __all__ = [
     "REFERENCE", "init_variant_configs", "make_variant_configs", "manifest_variants",

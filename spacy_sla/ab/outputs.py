@@ -9,9 +9,7 @@ from typing import List, Sequence
 
 from ..errors import Errors
 from ..files import write_atomically
-from .configs import (
-    REFERENCE,
-)
+from .variant_blocks import REFERENCE
 
 PLAN = "plan.json"
 REPORT = "report"

@@ -41,17 +41,12 @@ from thinc.api import Config
 from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
 from ..user_code import check_registered
-from .configs import (
-    REFERENCE,
-    arm_differences,
-    check_attention_model,
-    read_manifest,
-    transformer_layer_count,
-)
 from .data import CORPUS_READER, _reader, check_dev_annotation, corpus_documents, draw_training_samples
+from .manifest import arm_differences, read_manifest
 from .mask_strata import STRATA_FILE
 from .outputs import PLAN, check_outputs, record_outputs, report_names
 from .runs import ALL, EVALUATION, RUN_CONFIG, RUN_SETTINGS, AbRun, finished_settings, has_setting, size_label
+from .variant_blocks import REFERENCE, check_attention_model, transformer_layer_count
 
 
 def parse_sizes(values: Sequence[str]) -> List[Optional[int]]:

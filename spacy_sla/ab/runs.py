@@ -3,7 +3,7 @@ stack that trains, scores and reports it: train() with `spacy train`
 (kept when it finished with the same settings on the same training data),
 evaluate() with evaluation.py in its own process, execute() of both for a
 grid that goes on after a failed run, run_sequentially() or, on Ray,
-spacy_sla._ray.run_grid with execute_logged, lost_run and progress_line."""
+spacy_sla.ray_session.run_grid with execute_logged, lost_run and progress_line."""
 import json
 import os
 import shutil
@@ -21,12 +21,10 @@ from thinc.api import Config
 from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
 from ..user_code import import_user_code
-from .configs import (
-    REFERENCE,
-)
 from .evaluation import EVALUATION_VERSION
 from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
 from .processes import AbInterrupted, run_command
+from .variant_blocks import REFERENCE
 
 RUN_SETTINGS = "run.json"
 RUN_CONFIG = "train-config.cfg"

@@ -40,7 +40,9 @@ from spacy.training.loop import subdivide_batch
 from spacy.util import registry, resolve_dot_names
 from thinc.api import Config, require_gpu
 
-from ..ab.configs import REFERENCE, find_transformer, make_variant_configs
+from ..ab.configs import make_variant_configs
+from ..ab.user_config import find_transformer
+from ..ab.variant_blocks import REFERENCE
 from ..user_code import import_user_code
 from .measure import (
     MaskTimer,

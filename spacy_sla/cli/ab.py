@@ -14,18 +14,11 @@ from spacy_sla.ab.plan import AbPlan, dry_run_lines, finished_part, parse_size_o
 from spacy_sla.ab.processes import AbInterrupted, stop_on_signals
 from spacy_sla.ab.runs import AbResult, execute_logged, lost_run, progress_line, run_sequentially
 
-from ..ab.configs import (
-    DEFAULT_PARSER,
-    MANIFEST,
-    VARIANT_OPTIONS,
-    edited_arms,
-    init_variant_configs,
-    manifest_variants,
-    parse_sla_layers,
-    variant_names,
-)
+from ..ab.configs import DEFAULT_PARSER, init_variant_configs
 from ..ab.lock import hold_output_dir, live_holder
+from ..ab.manifest import MANIFEST, edited_arms, manifest_variants
 from ..ab.report import write_report
+from ..ab.variant_blocks import VARIANT_OPTIONS, parse_sla_layers, variant_names
 from ..errors import Errors
 from ..user_code import check_registered, import_user_code
 from ._app import CODE_HELP, sla_cli
@@ -152,7 +145,7 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
     runs = prepare(plan)
     _warn_of_edited_arms(plan)
     if ray:
-        from .._ray import run_grid
+        from ..ray_session import run_grid
 
         if plan.gpu_id >= 0 and ray_gpus_per_run <= 0:
             msg.warn(f"--gpu-id {plan.gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")

@@ -6,7 +6,6 @@ from typing import Optional
 from spacy.cli._util import Arg, Opt
 from wasabi import msg
 
-from .._ray import on_ray
 from ..annotation import (
     DEFAULT_FIELDS,
     FIELDS,
@@ -16,6 +15,7 @@ from ..annotation import (
     annotate,
     annotate_on_ray,
 )
+from ..ray_session import on_ray
 from ._app import sla_cli
 
 INPUT_HELP = ("JSONL ({\"text\": ...} per line, other fields kept), a .spacy file, or plain UTF-8 text "

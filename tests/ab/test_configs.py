@@ -16,7 +16,9 @@ from thinc.api import Config
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.ab.configs import REFERENCE, inspect_parser, make_variant_configs, variant_names
+from spacy_sla.ab.configs import make_variant_configs
+from spacy_sla.ab.user_config import inspect_parser
+from spacy_sla.ab.variant_blocks import REFERENCE, variant_names
 
 from util import annotated_docs
 

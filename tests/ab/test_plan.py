@@ -23,8 +23,9 @@ from thinc.api import Config
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.ab.configs import MANIFEST, make_variant_configs, sha256_of, write_manifest
+from spacy_sla.ab.configs import make_variant_configs
 from spacy_sla.ab.lock import LOCK_FILE, hold_output_dir, read_holder
+from spacy_sla.ab.manifest import MANIFEST, sha256_of, write_manifest
 from spacy_sla.ab.outputs import AB_FILES, check_outputs, record_outputs
 
 from util import annotated_docs

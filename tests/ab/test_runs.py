@@ -17,10 +17,11 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from spacy_sla.ab.comparison import main_score, seeds_needed
 from spacy_sla.ab.data import read_docbin_corpus
 from spacy_sla.ab.mask_strata import GAP, RESTRICTED, STRATA_FILE, UNRESTRICTED
 from spacy_sla.ab.plan import parse_sizes
-from spacy_sla.ab.report import bootstrap_interval, main_score, seeds_needed
+from spacy_sla.ab.resampling import bootstrap_interval
 from spacy_sla.ab.statistics import full_set_value, statistic_from_json
 from spacy_sla.files import file_fingerprint
 
@@ -351,7 +352,7 @@ def test_a_sample_drawn_with_another_seed_is_another_run(tmp_path):
 def write_budget_configs(config_dir: Path) -> Path:
     """Two configs of a training budget and nothing else, with the manifest
     `spacy sla ab` takes its arms from."""
-    from spacy_sla.ab.configs import write_manifest
+    from spacy_sla.ab.manifest import write_manifest
 
     config_dir.mkdir(parents=True, exist_ok=True)
     for variant in ("vanilla", "sla"):
@@ -440,7 +441,7 @@ def test_between_variants_is_the_difference_of_their_differences_to_vanilla(comp
     its negative."""
     from types import SimpleNamespace
 
-    from spacy_sla.ab.report import _between_variants
+    from spacy_sla.ab.comparison import _between_variants
     from spacy_sla.ab.resampling import DrawValues
 
     root, _, _ = comparison
