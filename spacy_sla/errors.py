@@ -200,27 +200,23 @@ class Errors(metaclass=SLACodes):
     )
     E033 = (
         "Cannot source a parser from '{parser}': {reason}. SLA needs a "
-        "dependency parse before the transformer runs. Install a pipeline "
-        "with a parser (`python -m spacy download en_core_web_sm`; offline, "
-        "`pip install {offline}` and pass `--parser {offline}`), or pass the "
-        "path of a trained pipeline with a parser as `--parser`."
+        "dependency parse before the transformer runs: {install}, or pass "
+        "the path of a trained pipeline with a parser as `--parser`."
     )
     E034 = (
         "The config's language is '{lang}', but the parser pipeline "
         "'{parser}' is for '{parser_lang}'. Pass a pipeline with a parser for "
-        "'{lang}' as `--parser` (e.g. de_core_news_sm for German); SLA's masks "
-        "come from that parse."
+        "'{lang}' as `--parser` (e.g. {example}); SLA's masks come from that "
+        "parse."
     )
     E035 = (
-        "The pipeline's parser '{parser}' listens to the transformer "
-        "'{transformer}' (its model has a TransformerListener), so it can only "
-        "parse after the transformer has run, and the SLA transformer needs "
-        "the parse before it runs. Either give '{parser}' its own token-to-"
-        "vector layer (e.g. spacy.Tok2Vec.v2, or a parser sourced from a "
-        "trained pipeline with `replace_listeners`), or remove it from the "
-        "config and let init-config source a trained parser with `--parser`. "
-        "A second parser after the transformer would parse Docs that carry a "
-        "parse already, which spaCy's parser does not do reliably (SLA-W003)."
+        "No component of the pipeline listens to the transformer "
+        "'{transformer}' (none has a TransformerListener with upstream "
+        "\"{transformer}\" or \"*\"): {pipeline}. Its output would go "
+        "nowhere, so an A/B of its attention would compare nothing. Give a "
+        "component a spacy-transformers.TransformerListener.v1 as its "
+        "tok2vec (`spacy init config --gpu` does), or pass a config whose "
+        "components use the transformer."
     )
     E036 = (
         "No run scored {key} on the dev set {dev}: every model reported None, "

@@ -12,12 +12,14 @@ training loop and the score weights.
 SLA needs a dependency parse in the Doc before the transformer runs. A
 parser of the user's pipeline that does not listen to the transformer is
 reused (moved before it and made to annotate the training Docs); otherwise a
-trained parser is sourced (`--parser`, default en_core_web_sm) with its own
-copy of its token-to-vector layer, frozen and annotating, and its score
-weights set to null so that the user's score stays theirs. The vanilla
-config gets the same parser, so that both pipelines pay for the same parse.
-A parser that listens to the transformer cannot give SLA its parse (it needs
-the transformer's output first) and is refused with [SLA-E035].
+trained parser is sourced (`--parser`, default spaCy's small pipeline for
+the config's language) with its own copy of its token-to-vector layer,
+frozen and annotating, and its score weights set to null so that the user's
+score stays theirs. The vanilla config gets the same parser, so that both
+pipelines pay for the same parse. A parser (or senter) that listens to the
+transformer keeps its place, its training and its weights; the sourced parse
+is withdrawn from the Docs after the transformer (user_config.py). A config
+whose transformer no component listens to is refused with [SLA-E035].
 
 The configs go to a folder of their own with a manifest (sla-configs.json:
 the arms, each file's SHA-256, the input and the options). `spacy sla ab`
@@ -37,11 +39,20 @@ from thinc.api import Config
 
 from ..errors import Errors
 from ..files import write_atomically
+from ..parsers import installed_default_parser
 from .manifest import MANIFEST, describe_present, earlier_files, sha256_of, write_manifest
-from .user_config import PARSER_VARIABLE, find_transformer, inspect_parser, is_parser, with_parse
+from .user_config import (
+    PARSER_VARIABLE,
+    check_listened_to,
+    find_transformer,
+    inspect_parser,
+    usable_parsers,
+    with_parse,
+)
 from .variant_blocks import (
     REFERENCE,
     VARIANT_OPTIONS,
+    check_model_family,
     check_variant_options,
     takes_option,
     transformer_block,
@@ -49,7 +60,6 @@ from .variant_blocks import (
 )
 
 DEFAULT_VARIANTS = ("sla", "window")
-DEFAULT_PARSER = "en_core_web_sm"
 HEADER = (
     "# Made by `spacy sla init-config` from {source}: the {variant} variant of {variants}.\n"
     "# The configs differ only in [components.{transformer}*]; the rest is the input's{parser_note}.\n"
@@ -60,7 +70,7 @@ def make_variant_configs(
     config: Config,
     variants: Sequence[str] = DEFAULT_VARIANTS,
     *,
-    parser: Optional[str] = DEFAULT_PARSER,
+    parser: Optional[str] = None,
     transformer: Optional[str] = None,
     vanilla_parser: bool = True,
     options: Optional[Dict[str, Any]] = None,
@@ -68,7 +78,9 @@ def make_variant_configs(
     """One config per variant, the reference (vanilla) first: the library
     function behind `spacy sla init-config`. config: the user's config,
     loaded uninterpolated (`Config().from_disk(path, interpolate=False)`).
-    parser: the pipeline a parser is sourced from when the config has none.
+    parser: the pipeline a parser is sourced from when the config has none
+    that can parse before the transformer (default: spaCy's small pipeline
+    for the config's language, parsers.py).
     vanilla_parser=False leaves an added parser out of the vanilla config
     (it then no longer pays for the parse). options: variant settings such
     as {"threshold": 4}, set in every variant that has them."""
@@ -86,9 +98,13 @@ def make_variant_configs(
     if name not in pipeline:
         raise ValueError(Errors.E061.format(name=name, pipeline=pipeline))
     check_variant_options(config["components"][name], chosen[1:], options)
-    has_parser = any(isinstance(block, dict) and is_parser(component, block)
-                     for component, block in config["components"].items())
-    source = None if has_parser or parser is None else inspect_parser(parser)
+    check_listened_to(config, name)
+    check_model_family(config["components"][name].get("model") or {})
+    lang = config.get("nlp", {}).get("lang") or "en"
+    if usable_parsers(config, name):
+        source = None
+    else:
+        source = inspect_parser(parser if parser is not None else installed_default_parser(lang), lang)
     parsed, added = with_parse(config, name, source)
     configs = {}
     for variant in chosen:

@@ -46,7 +46,7 @@ from .manifest import arm_differences, read_manifest
 from .mask_strata import STRATA_FILE
 from .outputs import PLAN, check_outputs, record_outputs, report_names
 from .runs import ALL, EVALUATION, RUN_CONFIG, RUN_SETTINGS, AbRun, finished_settings, has_setting, size_label
-from .variant_blocks import REFERENCE, check_attention_model, transformer_layer_count
+from .variant_blocks import REFERENCE, check_attention_model, check_model_family, transformer_layer_count
 
 
 def parse_sizes(values: Sequence[str]) -> List[Optional[int]]:
@@ -201,6 +201,7 @@ class AbPlan:
             if not isinstance(block, dict) or not isinstance(block.get("model"), dict):
                 continue  # not an init-config transformer block: nothing of attention to build
             model = block["model"]
+            check_model_family(model)
             n_layers = transformer_layer_count(model.get("name")) if model.get("sla_layers") is not None else None
             try:
                 check_attention_model(model, n_layers)

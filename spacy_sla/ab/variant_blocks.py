@@ -95,19 +95,35 @@ def parse_sla_layers(value: str) -> List[int]:
             reason="it takes comma-separated layer indices (whole numbers, e.g. 0,5,11 or -1).")) from None
 
 
-def transformer_layer_count(name: Any) -> Optional[int]:
-    """The number of layers of the Hugging Face model `name` when its config
-    is on this machine (a local directory or the hub's cache), else None."""
+def local_model_config(name: Any) -> Optional[Any]:
+    """The Hugging Face config of the model `name` when it is on this
+    machine (a local directory or the hub's cache), else None."""
     if not isinstance(name, str) or "${" in name:
         return None
     from transformers import AutoConfig
 
     try:
-        model_config = AutoConfig.from_pretrained(name, local_files_only=True)
+        return AutoConfig.from_pretrained(name, local_files_only=True)
     except (OSError, ValueError):
         return None
-    count = getattr(model_config, "num_hidden_layers", None)
+
+
+def transformer_layer_count(name: Any) -> Optional[int]:
+    """The number of layers of the Hugging Face model `name` when its config
+    is on this machine, else None."""
+    count = getattr(local_model_config(name), "num_hidden_layers", None)
     return count if isinstance(count, int) else None
+
+
+def check_model_family(model: Dict[str, Any]) -> None:
+    """SLA-E002 / SLA-E009 for a model block whose model (when its config is
+    on this machine) has a type or position embeddings SLA cannot wrap:
+    before anything is written or trained, not when training starts."""
+    model_config = local_model_config(model.get("name"))
+    if model_config is not None:
+        from ..layers.family_adapters import check_transformer_config
+
+        check_transformer_config(model_config, str(model.get("name")))
 
 
 def check_attention_model(model: Dict[str, Any], n_layers: Optional[int]) -> None:

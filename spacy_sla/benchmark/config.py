@@ -61,7 +61,7 @@ SAMPLE = "sample.spacy"
 
 def benchmark_configs(
     config_path: Path,
-    parser: str,
+    parser: Optional[str],
     model: Optional[str] = None,
     overrides: Optional[Dict[str, Any]] = None,
     component: Optional[str] = None,
@@ -270,7 +270,7 @@ def config_peak_memory(config: Config, sample: Path, gpu_id: int, n_batches: int
 def run_config_benchmark(
     config_path: Path,
     data: Path,
-    parser_name: str,
+    parser_name: Optional[str],
     model: Optional[str] = None,
     overrides: Optional[Dict[str, Any]] = None,
     n_docs: Optional[int] = 200,
@@ -309,7 +309,7 @@ def run_config_benchmark(
         "config": str(config_path),
         "overrides": {key: value for key, value in (overrides or {}).items()},
         "model": transformer_block["name"],
-        "parser": parser_name,
+        "parser": parser_name or "the default for the config's language",
         "data": str(data),
         "repeats": repeats,
         "transformer": reference.transformer,

@@ -14,7 +14,7 @@ from spacy_sla.ab.plan import AbPlan, dry_run_lines, finished_part, parse_size_o
 from spacy_sla.ab.processes import AbInterrupted, stop_on_signals
 from spacy_sla.ab.runs import AbResult, execute_logged, lost_run, progress_line, run_sequentially
 
-from ..ab.configs import DEFAULT_PARSER, init_variant_configs
+from ..ab.configs import init_variant_configs
 from ..ab.lock import hold_output_dir, live_holder
 from ..ab.manifest import MANIFEST, edited_arms, manifest_variants
 from ..ab.report import write_report
@@ -46,7 +46,7 @@ def init_config_cli(
     input_path: Path = Arg(..., help="Your config, e.g. from `spacy init config --gpu`", exists=True, dir_okay=False),
     output_dir: Path = Arg(..., help="Writes OUTPUT_DIR/vanilla.cfg, OUTPUT_DIR/VARIANT.cfg and OUTPUT_DIR/{MANIFEST}, the arms `spacy sla ab` compares; a new or empty folder"),
     variants: str = Opt("sla,window", "--variants", help=f"Comma-separated, of: {', '.join(variant_names())}"),
-    parser: str = Opt(DEFAULT_PARSER, "--parser", help="A pipeline with a parser, sourced when the config has none"),
+    parser: Optional[str] = Opt(None, "--parser", help="A pipeline with a parser, sourced when none of the config's can parse before the transformer (default: spaCy's small pipeline for the config's language, e.g. en_core_web_sm, de_core_news_sm)"),
     component: Optional[str] = Opt(None, "--component", help="The transformer component, if the config has several"),
     no_vanilla_parser: bool = Opt(False, "--no-vanilla-parser", help="Leave the added parser out of vanilla.cfg"),
     threshold: Optional[int] = Opt(None, "--threshold", help="m, the hop limit of the syntax masks (default 3)"),

@@ -21,7 +21,7 @@ def benchmark_cli(
     ctx: typer.Context,
     config: Path = Arg(..., help="Your spacy-transformers config (e.g. from `spacy init config --gpu`); `--section.key value` overrides it"),
     model: Optional[str] = Opt(None, "--model", help="Hugging Face model name or local directory (default: the config's own)"),
-    parser: str = Opt("en_core_web_sm", "--parser", help="The spaCy pipeline whose parser runs first"),
+    parser: Optional[str] = Opt(None, "--parser", help="The spaCy pipeline whose parser runs first (default: spaCy's small pipeline for the config's language)"),
     data: Path = Opt(DEFAULT_DATA, "--data", help="CoNLL-U, .spacy or JSONL ({\"text\": ...} per line): the documents measured, and the sample the pipelines are initialised on"),
     component: Optional[str] = Opt(None, "--component", help="The transformer component, if the config has several"),
     n_docs: int = Opt(200, "--n-docs", help="The first N documents of --data"),
@@ -57,7 +57,7 @@ def benchmark_cli(
 
 
 def _config_benchmark(
-    config: Path, data: Path, parser: str, model: Optional[str], overrides: Dict[str, Any], n_docs: int, repeats: int,
+    config: Path, data: Path, parser: Optional[str], model: Optional[str], overrides: Dict[str, Any], n_docs: int, repeats: int,
     train: bool, memory: bool, gpu_id: int, n_batches: int, output: Path, component: Optional[str] = None,
     code_path: Optional[Path] = None,
 ) -> None:
