@@ -124,13 +124,6 @@ def test_an_sla_config_is_taken_too():
     assert again[REFERENCE]["nlp"]["pipeline"] == ["parser", "transformer", "tagger"]  # the parser is reused
 
 
-def test_a_parser_that_listens_to_the_transformer_is_refused():
-    """As en_core_web_trf-style configs: the parser needs the transformer's
-    output, so it cannot parse before it ([SLA-E035], docs/your-pipeline.md)."""
-    with pytest.raises(ValueError, match=r"\[SLA-E035\].*'parser' listens to the transformer 'transformer'"):
-        make_variant_configs(user_config("parser"), ["sla"], parser=PARSER)
-
-
 def test_a_parser_with_its_own_tok2vec_is_reused_and_moved_before_the_transformer():
     config = user_config("tagger")
     parser_config = init_config(lang="en", pipeline=["parser"], optimize="efficiency", gpu=False, pretraining=False)
