@@ -26,11 +26,19 @@ from lab.experiments import (
 ROOT = Path(__file__).parent.parent
 
 
+def copy_project_scripts(project: Path) -> None:
+    """The project's commands run `python -m lab` from the project directory,
+    as a spaCy project runs its `scripts/`: the copy needs the lab beside its
+    project.yml."""
+    shutil.copytree(ROOT / "lab", project / "lab", ignore=shutil.ignore_patterns("tests", "__pycache__"))
+
+
 @pytest.mark.slow
 def test_the_demo_workflow_runs_offline(tiny_bert, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "project.yml", project)
+    copy_project_scripts(project)
     shutil.copytree(ROOT / "configs", project / "configs")
     shutil.copytree(ROOT / "assets" / "ud_ewt_sample", project / "assets" / "ud_ewt_sample")
     command = [
@@ -65,6 +73,7 @@ def test_the_your_pipeline_example_runs_offline(tiny_bert, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "project.yml", project)
+    copy_project_scripts(project)
     shutil.copytree(ROOT / "assets" / "ud_ewt_sample", project / "assets" / "ud_ewt_sample")
     command = [
         sys.executable, "-m", "spacy", "project", "run", "your-pipeline", str(project),
