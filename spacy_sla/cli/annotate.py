@@ -1,5 +1,5 @@
 """`spacy sla annotate`: batch annotation with a trained pipeline, in one
-process or on Ray (spacy_sla/annotation.py)."""
+process or on Ray (spacy_sla/annotation/)."""
 from pathlib import Path
 from typing import Optional
 

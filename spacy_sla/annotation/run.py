@@ -1,0 +1,307 @@
+"""Running an annotation: the input cut into shards and read, the pipeline
+loaded once per worker, each shard annotated and written, in this process
+or on Ray."""
+import json
+import re
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..errors import Errors
+from ..files import write_atomically
+from .output import encode_shard, prepare_output, record_bad_lines, shard_name, sort_bad_lines
+from .settings import AnnotateSettings, AnnotateSummary, AnnotationError, BadLine, Shard, ShardResult
+
+
+def plan_shards(settings: AnnotateSettings) -> List[Shard]:
+    """Cut the input into shards of shard_size lines (or Docs). For text and
+    JSONL only line boundaries are found here (the workers read and parse
+    their own byte ranges), so the driver never holds the data."""
+    path, size = Path(settings.input_path), settings.shard_size
+    if settings.input_format == "spacy":
+        from spacy.tokens import DocBin
+
+        try:
+            n_docs = len(DocBin().from_disk(path))
+        except (ValueError, KeyError, OSError) as error:
+            reason = f"it is not a DocBin ({' '.join(str(error).split()) or type(error).__name__})"
+            raise AnnotationError(Errors.E080.format(what="input", path=path, reason=reason,
+                                                     hint=" written by DocBin.to_disk or `spacy convert`")) from error
+        return [Shard(k, start, min(start + size, n_docs), start + 1)
+                for k, start in enumerate(range(0, n_docs, size))]
+    shards: List[Shard] = []
+    start = offset = n_lines = 0
+    with path.open("rb") as lines:
+        for line in lines:
+            offset += len(line)
+            n_lines += 1
+            if n_lines % size == 0:
+                shards.append(Shard(len(shards), start, offset, n_lines - size + 1))
+                start = offset
+    if offset > start:
+        shards.append(Shard(len(shards), start, offset, len(shards) * size + 1))
+    return shards
+
+
+InputItem = Tuple[int, Any, Optional[Dict[str, Any]]]  # (line, text or Doc, the JSONL record)
+
+
+def read_lines(settings: AnnotateSettings, shard: Shard) -> Tuple[List[InputItem], List[BadLine]]:
+    """The documents of a text or JSONL shard and its bad lines."""
+    with open(settings.input_path, "rb") as stream:
+        stream.seek(shard.start)
+        data = stream.read(shard.end - shard.start)
+    items: List[InputItem] = []
+    bad: List[BadLine] = []
+    raw_lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        raw_lines.pop()
+    for number, raw in enumerate(raw_lines, start=shard.first_line):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark
+        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        try:
+            line = raw.decode("utf8")
+        except UnicodeDecodeError as error:
+            bad.append(BadLine(settings.input_path, number,
+                               f"not UTF-8 text (byte 0x{raw[error.start]:02x} at column {error.start + 1})"))
+            continue
+        if not line.strip():
+            continue
+        if settings.input_format == "text":
+            items.append((number, line, None))
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            bad.append(BadLine(settings.input_path, number, f"not JSON ({error.msg} at column {error.colno})"))
+            continue
+        if not isinstance(record, dict):
+            bad.append(BadLine(settings.input_path, number, f"not a JSON object but {type(record).__name__}"))
+        elif not isinstance(record.get(settings.text_key), str):
+            bad.append(BadLine(settings.input_path, number, f"no \"{settings.text_key}\" field with a string"))
+        else:
+            items.append((number, record[settings.text_key], record))
+    return items, bad
+
+
+def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
+    """The pipeline, on the GPU if gpu_id >= 0, with gate storage switched on
+    in every sla_transformer when the gates are asked for."""
+    import spacy
+    from spacy.util import import_file
+
+    if settings.code_path is not None:  # in every worker, before the pipeline's config is resolved
+        try:
+            import_file("spacy_sla_annotate_code", settings.code_path)
+        except Exception as error:  # the user's code: whatever it raises is reported with its file
+            reason = f"the --code file {settings.code_path} failed to import ({type(error).__name__}: {error})"
+            raise AnnotationError(Errors.E083.format(pipeline=settings.pipeline, reason=reason)) from error
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    try:
+        nlp = spacy.load(settings.pipeline)
+    except (OSError, ValueError) as error:  # files that are missing or damaged, a factory not registered
+        raise AnnotationError(Errors.E083.format(pipeline=settings.pipeline,
+                                                 reason=" ".join(str(error).split()))) from error
+    if "gates" in settings.fields:
+        from ..pipeline_component import SLATransformer
+
+        components = [pipe for _, pipe in nlp.pipeline if isinstance(pipe, SLATransformer)]
+        if not components:
+            raise AnnotationError(
+                f"The field 'gates' needs an sla_transformer component; {settings.pipeline} has "
+                f"{', '.join(nlp.pipe_names) or 'no components'}."
+            )
+        for pipe in components:
+            pipe.store_gates = True
+    return nlp
+
+
+class ShardAnnotator:
+    """Reads, annotates and writes shards with one loaded pipeline: the unit
+    of work of both paths (one per process; one per Ray actor)."""
+
+    def __init__(self, settings: AnnotateSettings, n_shards: int, gpu_id: int = -1):
+        self.settings = settings
+        self.n_shards = n_shards
+        self.nlp = load_pipeline(settings, gpu_id)
+        self._input_docs: Optional[List[Any]] = None
+
+    def _spacy_docs(self, shard: Shard) -> List[Any]:
+        if self._input_docs is None:  # loaded once per worker, sliced per shard
+            from spacy.tokens import DocBin
+
+            self._input_docs = list(DocBin().from_disk(self.settings.input_path).get_docs(self.nlp.vocab))
+        return self._input_docs[shard.start:shard.end]
+
+    def __call__(self, shard: Shard) -> ShardResult:
+        settings = self.settings
+        target = Path(settings.output_dir) / shard_name(settings, shard.index, self.n_shards)
+        if target.exists():  # finished by an earlier attempt (a retried Ray task, a resumed run)
+            return ShardResult(shard.index, str(target), resumed=True)
+        if settings.input_format == "spacy":
+            inputs: List[Any] = self._spacy_docs(shard)
+            records: List[Optional[Dict[str, Any]]] = [None] * len(inputs)
+            bad: List[BadLine] = []
+        else:
+            items, bad = read_lines(settings, shard)
+            if bad and settings.on_error == "stop":
+                # Returned, not raised: the caller stops the job (a Ray task's
+                # exception would reach the driver as text only).
+                return ShardResult(shard.index, str(target), bad_lines=bad, stopped=True)
+            inputs = [text for _, text, _ in items]
+            records = [record for _, _, record in items]
+        docs = list(self.nlp.pipe(inputs, batch_size=settings.batch_size))
+        write_atomically(target, encode_shard(settings, docs, records))
+        return ShardResult(shard.index, str(target), n_docs=len(docs), bad_lines=bad)
+
+
+def _summarize(results: Sequence[ShardResult], n_shards: int, started: float) -> AnnotateSummary:
+    bad = sorted((line for result in results for line in result.bad_lines), key=lambda line: line.line)
+    return AnnotateSummary(n_shards=n_shards, n_docs=sum(result.n_docs for result in results),
+                           n_resumed=sum(result.resumed for result in results),
+                           bad_lines=bad, seconds=time.time() - started)
+
+
+def progress_line(done: int, total: int, result: ShardResult) -> str:
+    name = Path(result.path).name
+    if result.resumed:
+        return f"[{done}/{total}] {name}: written before, kept"
+    skipped = f", {len(result.bad_lines)} bad line(s) skipped" if result.bad_lines else ""
+    return f"[{done}/{total}] {name}: {result.n_docs} docs{skipped}"
+
+
+def annotate(
+    settings: AnnotateSettings,
+    *,
+    gpu_id: int = -1,
+    overwrite: bool = False,
+    report: Callable[[str], None] = print,
+) -> AnnotateSummary:
+    """Annotate in this process, shard by shard, with nlp.pipe."""
+    started = time.time()
+    settings = settings.resolved()
+    settings.check()
+    shards = plan_shards(settings)
+    todo = prepare_output(settings, shards, overwrite)
+    annotator = ShardAnnotator(settings, len(shards), gpu_id)
+    results = []
+    for done, shard in enumerate(todo, start=1):
+        result = annotator(shard)
+        if result.stopped:
+            raise result.stop_error()
+        record_bad_lines(settings, result.bad_lines)
+        results.append(result)
+        report(progress_line(done, len(todo), result))
+    sort_bad_lines(settings)
+    return _summarize(results + _resumed(shards, todo), len(shards), started)
+
+
+def _resumed(shards: Sequence[Shard], todo: Sequence[Shard]) -> List[ShardResult]:
+    waiting = {shard.index for shard in todo}
+    return [ShardResult(shard.index, "", resumed=True) for shard in shards if shard.index not in waiting]
+
+
+# A terminal colour code, as Ray writes them into the text of a worker's error.
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def worker_failure(error: Exception) -> AnnotationError:
+    """A Ray worker's failure in one line: the coded message of the
+    AnnotationError it raised (a pipeline or --code file that does not
+    load), which Ray passes on only as text; else the error's first line."""
+    text = _COLOUR.sub("", str(error))
+    raised = re.findall(r"AnnotationError: (\[(?:SLA-)?E[0-9]+\].*)", text)
+    if raised:
+        return AnnotationError(raised[-1].strip())
+    first_line = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    return AnnotationError(Errors.E084.format(reason=first_line))
+
+
+class _RayShardAnnotator:
+    """The Ray Data actor: one pipeline per worker, one shard per call."""
+
+    def __init__(self, settings: Dict[str, Any], n_shards: int, use_gpu: bool):
+        # Ray gives the actor its GPU through CUDA_VISIBLE_DEVICES: device 0.
+        self.annotator = ShardAnnotator(AnnotateSettings(**settings), n_shards, 0 if use_gpu else -1)
+
+    def __call__(self, batch: Dict[str, Any]) -> Dict[str, List[Any]]:
+        out: Dict[str, List[Any]] = {"index": [], "path": [], "n_docs": [], "resumed": [], "stopped": [],
+                                     "bad_lines": []}
+        for index, start, end, first_line in zip(batch["index"], batch["start"], batch["end"], batch["first_line"]):
+            result = self.annotator(Shard(int(index), int(start), int(end), int(first_line)))
+            out["index"].append(result.index)
+            out["path"].append(result.path)
+            out["n_docs"].append(result.n_docs)
+            out["resumed"].append(result.resumed)
+            out["stopped"].append(result.stopped)
+            # A JSON string keeps the column a plain Arrow type.
+            out["bad_lines"].append(json.dumps([asdict(line) for line in result.bad_lines]))
+        return out
+
+
+def annotate_on_ray(
+    settings: AnnotateSettings,
+    *,
+    address: Optional[str] = None,
+    workers: Optional[int] = None,
+    cpus_per_worker: float = 1.0,
+    gpus_per_worker: float = 0.0,
+    overwrite: bool = False,
+    report: Callable[[str], None] = print,
+) -> AnnotateSummary:
+    """Annotate with a Ray Data pipeline: the shard plan is read into a
+    dataset, an actor pool of `workers` (default: as many as the cluster's
+    CPUs or GPUs allow) loads the pipeline once per actor and annotates and
+    writes one shard per call; Ray restarts a worker that died and retries
+    its shard. The input and output directories must be on storage every
+    node sees at the same path."""
+    from ..ray_session import import_ray, ray_session
+
+    started = time.time()
+    settings = settings.resolved()
+    settings.check()
+    import_ray()  # refused without Ray before the output directory is touched
+    shards = plan_shards(settings)
+    todo = prepare_output(settings, shards, overwrite)
+    results: List[ShardResult] = []
+    if todo:
+
+        with ray_session(address) as ray:
+            context = ray.data.DataContext.get_current()
+            context.enable_progress_bars = False  # one progress line per shard instead
+            if workers is None:
+                resources = ray.cluster_resources()
+                if gpus_per_worker > 0:
+                    workers = int(resources.get("GPU", 0) // gpus_per_worker)
+                else:
+                    workers = int(resources.get("CPU", 1) // max(cpus_per_worker, 1e-9))
+            workers = max(1, min(workers, len(todo)))
+            report(f"{len(todo)} shard(s) to write with {workers} Ray worker(s) "
+                   f"({cpus_per_worker:g} CPU and {gpus_per_worker:g} GPU each)")
+            dataset = ray.data.from_items([asdict(shard) for shard in todo], override_num_blocks=len(todo))
+            annotated = dataset.map_batches(
+                _RayShardAnnotator,
+                fn_constructor_kwargs={"settings": asdict(settings), "n_shards": len(shards),
+                                       "use_gpu": gpus_per_worker > 0},
+                batch_size=1,
+                compute=ray.data.ActorPoolStrategy(size=workers),
+                num_cpus=cpus_per_worker,
+                num_gpus=gpus_per_worker,
+            )
+            try:
+                for row in annotated.iter_rows():
+                    bad = [BadLine(**line) for line in json.loads(row["bad_lines"])]
+                    result = ShardResult(int(row["index"]), str(row["path"]), int(row["n_docs"]),
+                                         bool(row["resumed"]), bad, bool(row["stopped"]))
+                    if result.stopped:
+                        raise result.stop_error()  # shards finished meanwhile stay written
+                    record_bad_lines(settings, bad)
+                    results.append(result)
+                    report(progress_line(len(results), len(todo), result))
+            except ray.exceptions.RayError as error:
+                raise worker_failure(error) from error
+    sort_bad_lines(settings)
+    return _summarize(results + _resumed(shards, todo), len(shards), started)
