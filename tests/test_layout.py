@@ -19,7 +19,7 @@ LAYERS = [
     {"layers"},
     {"gates"},
     {"pipeline_component", "architectures", "token_ner", "entity_guard", "parse_withdrawal"},
-    {"inspection", "mask_statistics", "training"},
+    {"inspection", "mask_views", "mask_statistics", "training"},
     {"ab", "benchmark", "annotation", "ray_session"},
     {"cli"},
 ]

@@ -24,17 +24,13 @@ from ..inspection import (
     InspectionError,
     gate_report,
     gate_statistics,
-    mask_html,
     parse,
     plot_gate_statistics,
-    plot_masks,
     process_corpus,
     require_matplotlib,
     select_gate_component,
     select_sla_model,
     sla_info,
-    token_mask,
-    wordpiece_masks,
 )
 from ..mask_statistics import (
     LEVELS,
@@ -47,6 +43,7 @@ from ..mask_statistics import (
     statistics_table,
     strided_spans,
 )
+from ..mask_views import mask_html, plot_masks, token_mask, wordpiece_masks
 from ..user_code import import_user_code
 from ._app import CODE_HELP, sla_cli
 

@@ -35,9 +35,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..data_classes import IGNORED_TARGET
 from .attention_batch import AttentionBatch, LocalInput, active_batch
 from .attention_paths import AttentionPaths
+from .parent_attention import parent_attention_loss
 from .two_branch import TwoBranchAttention
 
 
@@ -139,7 +139,9 @@ class SyntaxAwareAttention(nn.Module):
         probabilities (batch, heads, n_pieces, n_pieces)."""
         batch = active_batch()
         if self.supervised_head is not None and batch.parent_targets is not None and torch.is_grad_enabled():
-            batch.auxiliary_losses.append(self.parent_loss(batch, query, key, score_bias))
+            batch.auxiliary_losses.append(
+                parent_attention_loss(batch, query[:, self.supervised_head], key[:, self.supervised_head],
+                                      self.supervised_head, score_bias))
         local_mask = self.local_attention_mask(batch, query.dtype, hidden_states)
         dropout = self.dropout_prob if self.training else 0.0
         transforms_scores = local_mask is not None and not isinstance(local_mask, torch.Tensor)
@@ -339,27 +341,6 @@ class SyntaxAwareAttention(nn.Module):
         if batch.record_gates and self.gate is not None:
             batch.gates.append(torch.full(hidden_states.shape[:2], float("nan"), device=hidden_states.device))
             batch.gate_modules.append(self)
-
-    def parent_loss(
-        self,
-        batch: AttentionBatch,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        score_bias: Optional[torch.Tensor] = None,
-    ) -> torch.Tensor:
-        """Cross-entropy of the supervised head's attention distribution
-        (its global attention, position term included) against the parent
-        piece of each piece that has one."""
-        head = self.supervised_head
-        scores = query[:, head] @ key[:, head].transpose(-1, -2) / math.sqrt(self.head_size)
-        if score_bias is not None:
-            scores = scores + score_bias[:, head if score_bias.shape[1] > 1 else 0]
-        scores = scores.float().masked_fill(~batch.global_mask[:, 0], torch.finfo(torch.float32).min)
-        log_probs = scores.log_softmax(-1)
-        targets = batch.parent_targets
-        if (targets == IGNORED_TARGET).all():
-            return log_probs.sum() * 0.0
-        return F.nll_loss(log_probs.flatten(0, 1), targets.flatten(), ignore_index=IGNORED_TARGET)
 
     def _attend_with_probabilities(
         self,
