@@ -14,8 +14,13 @@ TASK_ATTENTION.cfg, for the tasks it names (all when it names none). "paper"
 is the authors' training recipe (docs/usage.md, "The paper's recipe");
 "tokens" is the tuned recipe with NER as token classification (sla_token_ner).
 
-    python configs/generate.py          # (re)write configs/*.cfg
-    python configs/generate.py --check  # exit 1 if a config is out of date
+Only the configs that a record under results/ or docs/ab/, the docs or the
+demo name are committed (configs/.gitignore lists them); the project's
+`configs` command writes the others before the experiments train.
+
+    python configs/generate.py                 # (re)write every configs/*.cfg
+    python configs/generate.py cola_sgnet ...  # only these
+    python configs/generate.py --check         # exit 1 if a config here is out of date or not a generated one
 """
 import re
 import sys
@@ -173,20 +178,29 @@ def all_configs() -> Dict[str, str]:
     return configs
 
 
-def main(check: bool = False) -> int:
-    stale = []
-    for name, text in all_configs().items():
-        path = CONFIGS / name
-        if check:
-            if not path.exists() or path.read_text(encoding="utf8") != text:
-                stale.append(name)
-        else:
-            path.write_text(text, encoding="utf8")
-    if stale:
-        print("Out of date (run python configs/generate.py):", ", ".join(stale))
+def main(arguments: List[str]) -> int:
+    check = "--check" in arguments
+    names = [name for name in arguments if name != "--check"]
+    configs = all_configs()
+    if check:
+        present = sorted(path.name for path in CONFIGS.glob("*.cfg"))
+        stale = [name for name in present if name in configs and (CONFIGS / name).read_text(encoding="utf8") != configs[name]]
+        unknown = [name for name in present if name not in configs]
+        if stale:
+            print("Out of date (run python configs/generate.py):", ", ".join(stale))
+        if unknown:
+            print("Not generated from the parts (delete them, or add their task or variant):", ", ".join(unknown))
+        return 1 if stale or unknown else 0
+    wanted = [name if name.endswith(".cfg") else f"{name}.cfg" for name in names] or list(configs)
+    missing = [name for name in wanted if name not in configs]
+    if missing:
+        print("No such config:", ", ".join(missing), "- the configs are TASK_VARIANT, TASK_RECIPE-VARIANT and "
+              "TASK_VARIANT_gold for:", ", ".join(sorted(name[:-4] for name in configs)))
         return 1
+    for name in wanted:
+        (CONFIGS / name).write_text(configs[name], encoding="utf8")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(check="--check" in sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))

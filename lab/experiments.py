@@ -220,6 +220,9 @@ def train_run(
     finished with the same settings is kept, not retrained. With log_path,
     the output of `spacy train` goes to that file instead of the terminal."""
     config_path = configs_dir / f"{task}_{variant}.cfg"
+    if not config_path.exists():  # only the configs that records name are committed; the others are generated
+        raise FileNotFoundError(f"No config {config_path}: write it with `python configs/generate.py {task}_{variant}` "
+                                "(or every config with `python -m spacy project run configs`)")
     run_dir = output_dir / variant / f"seed{seed}"
     if max_steps is None:  # the config's own budget (the paper-recipe configs count two epochs)
         max_steps = int(load_config(config_path, interpolate=False)["training"]["max_steps"])

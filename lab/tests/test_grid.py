@@ -123,12 +123,13 @@ def test_a_run_that_cannot_start_is_reported_not_raised(tmp_path):
                   transformer="x", parser="y", max_steps=1, eval_frequency=1)
     outcome = execute_run(run, str(tmp_path))
     assert outcome.status == "failed"
-    assert outcome.error.startswith("train: OSError: [E053] Could not read config file from configs/ud_missing.cfg")
-    assert "[E053]" in outcome.log_tail
+    assert outcome.error.startswith("train: FileNotFoundError: No config configs/ud_missing.cfg: write it with "
+                                    "`python configs/generate.py ud_missing`")
+    assert "python configs/generate.py ud_missing" in outcome.log_tail
     line = progress_line(2, 5, outcome)
-    assert line.startswith("[2/5] ud/missing/seed0 FAILED after ") and "[E053]" in line
+    assert line.startswith("[2/5] ud/missing/seed0 FAILED after ") and "No config configs/ud_missing.cfg" in line
     report = grid_report([outcome])
-    assert report.splitlines()[0].startswith("FAILED ud/missing/seed0: train: OSError")
+    assert report.splitlines()[0].startswith("FAILED ud/missing/seed0: train: FileNotFoundError")
     assert report.endswith("0 of 1 runs finished, 1 failed.")
 
 
