@@ -94,3 +94,14 @@ def test_every_user_command_loads_without_the_lab_or_the_benchmarks():
                              + code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_tests_mirror_the_package():
+    """Most modules spacy_sla/DIR/NAME.py have their tests in
+    tests/DIR/test_NAME.py (tests/test_NAME.py for the top-level ones)."""
+    tests = Path(__file__).parent
+    modules = [path.relative_to(PACKAGE) for path in sorted(PACKAGE.rglob("*.py"))
+               if path.name != "__init__.py" and not path.name.startswith("_")]
+    missing = [str(module) for module in modules if not (tests / module.parent / f"test_{module.name}").is_file()]
+    share = 1 - len(missing) / len(modules)
+    assert share >= 0.85, f"{len(modules) - len(missing)}/{len(modules)} modules have a mirrored test file; missing: {missing}"

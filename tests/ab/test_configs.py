@@ -159,9 +159,6 @@ def test_a_language_without_its_parser_is_refused():
         make_variant_configs(config, ["sla"], parser=PARSER)
 
 
-def test_every_shipped_variant_is_offered():
-    assert {"vanilla", "sla", "window", "sgnet", "lisa", "softbias", "softthreshold", "depscale"} <= set(variant_names())
-
 
 def write_corpus(path: Path, docs: list) -> Path:
     DocBin(docs=docs, store_user_data=True).to_disk(path)

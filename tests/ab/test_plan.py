@@ -5,7 +5,6 @@ differ from vanilla in more than attention, options the mask builders
 refuse, data the readers cannot read, report files ab did not write; and
 a signal stops the training child, leaving its run to be trained again."""
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -24,7 +23,7 @@ from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from spacy_sla.ab.configs import make_variant_configs
-from spacy_sla.ab.lock import LOCK_FILE, hold_output_dir, read_holder
+from spacy_sla.ab.lock import LOCK_FILE
 from spacy_sla.ab.manifest import MANIFEST, sha256_of, write_manifest
 from spacy_sla.ab.outputs import AB_FILES, check_outputs, record_outputs
 
@@ -136,32 +135,6 @@ def test_a_second_call_on_a_held_output_dir_is_refused_and_changes_nothing(tmp_p
     assert result.exit_code == 0 and "vanilla/seed0:" in result.output, result.output
     assert contents(output) == before
 
-
-def test_a_lock_of_a_process_that_is_gone_is_taken_over_and_released(tmp_path):
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    output = tmp_path / "out"
-    output.mkdir()
-    (output / LOCK_FILE).write_text(json.dumps({"pid": gone.pid, "host": socket.gethostname()}), encoding="utf8")
-    notes: List[str] = []
-    with pytest.raises(RuntimeError, match="stopped inside"):
-        with hold_output_dir(output, notify=notes.append) as lock:
-            assert read_holder(lock)["pid"] == os.getpid()
-            raise RuntimeError("stopped inside")
-    assert len(notes) == 1 and f"pid {gone.pid}" in notes[0] and "no longer running" in notes[0]
-    assert not (output / LOCK_FILE).exists()  # released on the error too
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process start times come from /proc")
-def test_a_reused_pid_does_not_hold_the_lock(tmp_path, live_process):
-    output = tmp_path / "out"
-    output.mkdir()
-    (output / LOCK_FILE).write_text(json.dumps({"pid": live_process.pid, "host": socket.gethostname(),
-                                                "start_ticks": -1}), encoding="utf8")
-    notes: List[str] = []
-    with hold_output_dir(output, notify=notes.append):
-        assert read_holder(output / LOCK_FILE)["pid"] == os.getpid()
-    assert notes and not (output / LOCK_FILE).exists()
 
 
 def test_an_output_dir_made_for_a_refused_call_is_not_left_behind(tmp_path):

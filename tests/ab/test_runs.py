@@ -17,10 +17,9 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.ab.comparison import main_score, seeds_needed
+from spacy_sla.ab.comparison import main_score
 from spacy_sla.ab.data import read_docbin_corpus
 from spacy_sla.ab.mask_strata import GAP, RESTRICTED, STRATA_FILE, UNRESTRICTED
-from spacy_sla.ab.plan import parse_sizes
 from spacy_sla.ab.resampling import bootstrap_interval
 from spacy_sla.ab.statistics import full_set_value, statistic_from_json
 from spacy_sla.files import file_fingerprint
@@ -296,32 +295,6 @@ def test_init_config_refuses_a_config_without_a_transformer(tmp_path):
     assert result.exit_code == 1 and "[SLA-E030]" in result.output
     assert not (tmp_path / "configs").exists()
 
-
-def test_training_samples_are_nested_and_recorded(tmp_path):
-    from spacy_sla.ab.data import draw_training_samples
-
-    docs = annotated_docs(30, 3)
-    train = write_corpus(tmp_path / "train.spacy", docs)
-    files = draw_training_samples(train, parse_sizes(["10", "all", "20"]), tmp_path / "data", sample_seed=4)
-    small = [doc.text for doc in read_docbin_corpus(files[10])]
-    large = [doc.text for doc in read_docbin_corpus(files[20])]
-    assert len(small) == 10 and len(large) == 20 and large[:10] == small and files[None] == train
-    order = numpy.random.default_rng(4).permutation(30)
-    assert large == [docs[index].text for index in order[:20]]
-    record = json.loads((tmp_path / "data" / "samples.json").read_text(encoding="utf8"))
-    assert record["sample_seed"] == 4 and record["sizes"] == [10, 20] and record["documents"] == 30
-    with pytest.raises(ValueError, match=r"\[SLA-E037\].*it has 30 documents"):
-        draw_training_samples(train, [40], tmp_path / "data2", sample_seed=4)
-    with pytest.raises(ValueError, match=r"\[SLA-E037\]"):
-        parse_sizes(["ten"])
-
-
-def test_seeds_needed_follows_the_t_interval():
-    # differences 1, 3: mean 2, sd 1.414; with n seeds the half-width is t_{n-1} * 1.414 / sqrt(n):
-    # n=3: 4.30 * 0.816 = 3.51 > 2; n=4: 3.18 * 0.707 = 2.25 > 2; n=5: 2.78 * 0.632 = 1.76 < 2
-    assert seeds_needed([1.0, 3.0]) == 5
-    assert seeds_needed([0.5, -0.5]) is None
-    assert seeds_needed([1.0]) is None
 
 
 def test_bootstrap_interval_and_p_value():

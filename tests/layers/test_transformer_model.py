@@ -1,3 +1,6 @@
+"""SLATransformerModel: saved and loaded with its gates and outputs, copied,
+given to a listener by replace_listeners, and with the settings of the config
+it is loaded with in effect rather than those it was saved with."""
 import io
 
 import numpy
