@@ -2,7 +2,9 @@
 BERT-base-sized model with random weights (hidden 768, 12 layers, 12 heads),
 batch 32 x 128 pieces, mixed precision on a GPU. It prints the same ratios as
 `spacy sla benchmark` (prediction, training step, peak memory; SLA /
-vanilla) and torch.cuda.max_memory_allocated of each, for three variants:
+vanilla) and torch.cuda.max_memory_allocated of each (on the CPU, with
+--cpu-memory, the peak RSS of a fresh process per variant), for three
+variants:
 
 - vanilla: the model's own SDPA attention;
 - sla: SyntaxAwareTransformer, training through TwoBranchAttention;
@@ -25,7 +27,10 @@ not applicable with its error instead of stopping the run.
 import argparse
 import json
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -157,6 +162,41 @@ def _seconds(function: Callable[[], Any], device: torch.device) -> float:
     return time.perf_counter() - start
 
 
+def _rss_mib(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024  # kB
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def cpu_memory_probe(variant: str, layers: int, hidden: int, heads: int, batch_size: int, pieces: int, model_type: str) -> List[float]:
+    """In this (fresh) process: build the variant's encoder and the batch,
+    reset the peak RSS (Linux: /proc/self/clear_refs), predict once and take
+    one training step; [peak RSS, peak RSS - RSS before], in MiB."""
+    device = torch.device("cpu")
+    batch = inputs(batch_size, pieces, device)
+    model = encoder(variant, layers, hidden, heads, device, model_type=model_type)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-5)
+    before = _rss_mib("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    with torch.no_grad(), formulation(variant, model.eval()):
+        _forward(model, variant, batch)
+    with formulation(variant, model.train()):
+        _forward(model, variant, batch).pow(2).mean().backward()
+    optimizer.step()
+    peak = _rss_mib("VmHWM")
+    return [peak, peak - before]
+
+
+def cpu_memory(variant: str, layers: int, hidden: int, heads: int, batch_size: int, pieces: int, model_type: str) -> List[float]:
+    """cpu_memory_probe in a fresh process, so that the variants do not
+    share a high-water mark."""
+    code = "import json, sys; from benchmarks.encoder_benchmark import cpu_memory_probe; print(json.dumps(cpu_memory_probe(*json.load(sys.stdin))))"
+    arguments = [variant, layers, hidden, heads, batch_size, pieces, model_type]
+    result = subprocess.run([sys.executable, "-c", code], input=json.dumps(arguments), capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def run(
     layers: int = 12,
     hidden: int = 768,
@@ -168,11 +208,14 @@ def run(
     mixed_precision: bool = True,
     variants: Sequence[str] = VARIANTS,
     model_type: str = "bert",
+    measure_cpu_memory: bool = False,
 ) -> Dict[str, Any]:
     """Per variant: median seconds of a prediction (eval, no_grad) and of a
     training step (train mode with dropout, forward + backward + SGD step),
     variants taking turns; then the peak memory of one training step per
-    variant (a fresh high-water mark each). A variant other than vanilla
+    variant (a fresh high-water mark each; on the CPU with
+    measure_cpu_memory, the peak RSS of a fresh process that predicts and
+    takes one step, and its growth over the RSS before). A variant other than vanilla
     that fails to build or run on the family is left out of the timings
     and listed under "not_applicable" with its error."""
     device = torch.device(device_name)
@@ -223,12 +266,15 @@ def run(
                 samples[variant]["predict"].append(predict_seconds)
                 samples[variant]["train"].append(train_seconds)
     peak: Dict[str, Optional[float]] = {}
+    step_growth: Dict[str, float] = {}
     for variant in variants:
         if device.type == "cuda":
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats(device)
             train_step(variant)
             peak[variant] = torch.cuda.max_memory_allocated(device) / 2**20
+        elif measure_cpu_memory:
+            peak[variant], step_growth[variant] = cpu_memory(variant, layers, hidden, heads, batch_size, pieces, model_type)
         else:
             peak[variant] = None  # RSS is per process; the spaCy benchmark measures it
     report: Dict[str, Any] = {
@@ -245,6 +291,7 @@ def run(
                 "predict_seconds": statistics.median(samples[variant]["predict"]),
                 "train_seconds": statistics.median(samples[variant]["train"]),
                 "peak_memory_mib": peak[variant],
+                **({"step_memory_mib": step_growth[variant]} if variant in step_growth else {}),
             }
             for variant in variants
         },
@@ -276,6 +323,8 @@ def ratios(report: Dict[str, Any]) -> Dict[str, Dict[str, Optional[float]]]:
             "train": values["train_seconds"] / base["train_seconds"],
             "peak_memory": memory,
         }
+        if values.get("step_memory_mib") and base.get("step_memory_mib"):
+            result[variant]["step_memory"] = values["step_memory_mib"] / base["step_memory_mib"]
     return result
 
 
@@ -299,6 +348,12 @@ def format_report(report: Dict[str, Any]) -> str:
             f"| {variant} | {1000 * values['predict_seconds']:.1f} | {1000 * values['train_seconds']:.1f} | {memory} "
             f"| {ratio['predict']:.3f} | {ratio['train']:.3f} | {memory_ratio} |"
         )
+    if any("step_memory_mib" in values for values in report["variants"].values()):
+        lines.append("")
+        lines.append("peak MiB: peak RSS of a fresh process per variant; its growth in the prediction and step, "
+                     "MiB (/ vanilla): " + ", ".join(
+                         f"{variant} {values['step_memory_mib']:.0f} ({report['ratios'].get(variant, {}).get('step_memory', 1.0):.3f})"
+                         for variant, values in report["variants"].items()))
     for variant, error in report.get("not_applicable", {}).items():
         lines.append(f"| {variant} | not applicable to {family}: {error} | | | | | |")
     return "\n".join(lines) + "\n"
@@ -316,11 +371,14 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     parser.add_argument("--no-mixed-precision", action="store_true")
     parser.add_argument("--model-type", default="bert", choices=sorted(MODEL_TYPES),
                         help="the encoder family (bert-relative-key*: BERT with relative position embeddings)")
+    parser.add_argument("--cpu-memory", action="store_true",
+                        help="on the CPU, measure the peak RSS of a fresh process per variant (Linux)")
     parser.add_argument("--output", default=None, help="also write the report as JSON here")
     args = parser.parse_args(argv)
     report = run(
         args.layers, args.hidden, args.heads, args.batch_size, args.pieces, args.repeats, args.device,
         not args.no_mixed_precision, model_type=args.model_type,
+        measure_cpu_memory=args.cpu_memory,
     )
     print(format_report(report), flush=True)
     if args.output:
