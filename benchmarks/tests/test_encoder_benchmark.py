@@ -55,6 +55,7 @@ def test_bert_report_keeps_its_keys_and_heading():
     assert "; BERT encoder with random weights (2 layers" in format_report(report)
 
 
+@pytest.mark.slow  # a fresh process per variant (about 20 s)
 def test_cpu_memory_is_a_fresh_process_per_variant():
     report = main(FAMILY_TINY + ["--device", "cpu", "--cpu-memory", "--model-type", "distilbert"])
     for values in report["variants"].values():
