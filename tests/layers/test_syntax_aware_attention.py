@@ -18,8 +18,7 @@ import torch
 from spacy.tokens import Doc
 from torch.nn import functional as F
 
-from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
-from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareAttention, SyntaxAwareTransformer, attending
+from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareAttention, attending
 
 from .masked_batches import (
     N_PIECES,
@@ -41,7 +40,6 @@ from util import (
     random_local_mask,
     sla_nlp,
     the_cat_sat,
-    tiny_encoder,
     trf_output,
 )
 
@@ -358,29 +356,3 @@ def test_the_encoder_output_is_the_same_materialised(restricted, monkeypatch):
     assert calls.batch_sizes == []
     assert torch.allclose(output, expected, atol=1e-5), (output - expected).abs().max()
     assert torch.allclose(gates, expected_gates, atol=1e-6)
-
-
-def test_the_parent_loss_is_the_cross_entropy_of_the_supervised_head():
-    input_ids, attention_mask = batch_inputs()
-    lisa = SyntaxAwareTransformer(
-        tiny_encoder("bert"), sla_layers=[], parent_attention=ParentAttention(layer=1, head=2, weight=0.5)
-    ).train()
-    for module in lisa.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-    lisa.transformer.config.attention_probs_dropout_prob = 0.0
-    for module in lisa.modules():
-        if hasattr(module, "dropout_prob"):
-            module.dropout_prob = 0.0
-    targets = torch.full((2, 9), IGNORED_TARGET)
-    targets[0, 1:4] = torch.tensor([2, 2, 2])
-    targets[1, 1:3] = torch.tensor([1, 4])
-    output = lisa(input_ids, attention_mask, parent_targets=targets, output_attentions=True)
-    probs = output.attentions[1][:, 2]  # layer 1, head 2
-    chosen = [probs[0, 1, 2], probs[0, 2, 2], probs[0, 3, 2], probs[1, 1, 1], probs[1, 2, 4]]
-    expected = -torch.log(torch.stack(chosen)).mean()
-    assert torch.allclose(output.auxiliary_loss, 0.5 * expected, atol=1e-5)
-    output.auxiliary_loss.backward()
-    query = lisa.transformer.encoder.layer[1].attention.self.query.weight
-    assert query.grad is not None and query.grad.abs().sum() > 0
-    assert lisa.transformer.encoder.layer[2].attention.self.query.weight.grad is None

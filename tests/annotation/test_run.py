@@ -290,7 +290,7 @@ def test_a_worker_that_dies_loses_nothing_written(ray_instance, tmp_path):
     equals the single-process output."""
     import spacy.util
 
-    code = Path(__file__).parent / "annotation_crash.py"
+    code = Path(__file__).parent.parent / "annotation_crash.py"
     spacy.util.import_file("annotation_crash", code)
     marker = tmp_path / "crashed"
     nlp = spacy.blank("en")
