@@ -15,7 +15,8 @@ from spacy.cli.debug_config import debug_config
 from spacy.tokens import DocBin
 from thinc.api import Config
 
-from spacy_sla.ab.variant_blocks import variant_names
+from spacy_sla.ab.configs import make_variant_configs
+from spacy_sla.ab.variant_blocks import REFERENCE, variant_names
 
 ROOT = Path(__file__).parent.parent
 
@@ -180,3 +181,15 @@ def test_spacy_debug_config_passes(name, tiny_bert, tmp_path):
     debug_config(path, overrides=overrides)
     nlp = spacy.util.load_model_from_config(spacy.util.load_config(path, overrides=overrides), auto_fill=True)
     assert nlp.pipe_names[-2:][0] == "transformer"
+
+
+@pytest.mark.parametrize("task", ["cola", "sst2", "conll2003", "fce", "ud"])
+def test_the_projects_own_vanilla_config_gives_its_variant_configs(task):
+    """The project's configs come from the same variant parts as `spacy sla
+    init-config`: init-config of TASK_vanilla (which sources its parser
+    already) gives TASK_VARIANT for every variant."""
+    variants = [name for name in variant_names() if name != REFERENCE]
+    configs = make_variant_configs(config(f"{task}_vanilla"), variants, parser=None)
+    assert sorted(configs) == sorted([REFERENCE, *variants])
+    for variant, made in configs.items():
+        assert made == config(f"{task}_{variant}"), variant

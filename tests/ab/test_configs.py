@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from spacy_sla.ab.configs import make_variant_configs
 from spacy_sla.ab.user_config import inspect_parser
-from spacy_sla.ab.variant_blocks import REFERENCE, variant_names
+from spacy_sla.ab.variant_blocks import REFERENCE
 
 from util import annotated_docs
 
@@ -192,19 +192,6 @@ def test_every_variant_passes_debug_config_and_trains(pipeline, tiny_bert, tmp_p
         doc = nlp("the cat saw a dog")
         assert doc.has_annotation("DEP")  # the parser ran before the transformer
     assert load_config(tmp_path / "configs" / "sla.cfg")["paths"]["parser"] == PARSER
-
-
-@pytest.mark.parametrize("task", ["cola", "sst2", "conll2003", "fce", "ud"])
-def test_the_projects_own_vanilla_config_gives_its_variant_configs(task):
-    """The project's configs come from the same variant parts: init-config
-    of configs/TASK_vanilla.cfg (which sources its parser already) gives
-    configs/TASK_VARIANT.cfg for every variant."""
-    root = Path(__file__).parent.parent.parent / "configs"
-    vanilla = Config().from_disk(root / f"{task}_vanilla.cfg", interpolate=False)
-    variants = [name for name in variant_names() if name != REFERENCE]
-    configs = make_variant_configs(vanilla, variants, parser=None)
-    for variant, config in configs.items():
-        assert config == Config().from_disk(root / f"{task}_{variant}.cfg", interpolate=False), variant
 
 
 @needs_parser
