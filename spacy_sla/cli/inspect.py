@@ -44,6 +44,7 @@ from ..mask_statistics import (
     strided_spans,
 )
 from ..mask_views import mask_html, plot_masks, token_mask, wordpiece_masks
+from ..parsers import resolve_parser
 from ..user_code import import_user_code
 from ._app import CODE_HELP, sla_cli
 
@@ -298,6 +299,8 @@ def mask_stats_cli(
             raise ValueError(f"--level must be one of: {', '.join(LEVELS)}, both; got '{level}'")
     except ValueError as error:
         msg.fail(_one_line(error), exits=1)
+    if parser is not None:
+        parser = resolve_parser(parser)
     nlp = _load(parser) if parser is not None else spacy.blank("en")
     tokenizer = None
     if transformer is not None:
