@@ -44,7 +44,7 @@ def _check_registered(config_path: Path, code_path: Optional[Path]) -> None:
 @sla_cli.command("init-config")
 def init_config_cli(
     input_path: Path = Arg(..., help="Your config, e.g. from `spacy init config --gpu`", exists=True, dir_okay=False),
-    output_dir: Path = Arg(..., help="Writes OUTPUT_DIR/vanilla.cfg, OUTPUT_DIR/VARIANT.cfg and OUTPUT_DIR/{MANIFEST}, the arms `spacy sla ab` compares; a new or empty folder"),
+    output_dir: Path = Arg(..., help=f"Writes OUTPUT_DIR/vanilla.cfg, OUTPUT_DIR/VARIANT.cfg and OUTPUT_DIR/{MANIFEST}, the arms `spacy sla ab` compares; a new or empty folder"),
     variants: str = Opt("sla,window", "--variants", help=f"Comma-separated, of: {', '.join(variant_names())}"),
     parser: Optional[str] = Opt(None, "--parser", help="A pipeline with a parser, sourced when none of the config's can parse before the transformer (default: spaCy's small pipeline for the config's language, e.g. en_core_web_sm, de_core_news_sm)"),
     component: Optional[str] = Opt(None, "--component", help="The transformer component, if the config has several"),
@@ -81,7 +81,7 @@ def ab_cli(
     ctx: typer.Context,
     config_dir: Path = Arg(..., help="The configs of `spacy sla init-config`", exists=True, file_okay=False),
     output_dir: Path = Arg(..., help="Runs go to OUTPUT_DIR/[size-N/]VARIANT/seedN; report.md, report.json, report.png"),
-    variants: str = Opt("", "--variants", help="Comma-separated, among the arms of CONFIG_DIR/{MANIFEST} (default: all of them)"),
+    variants: str = Opt("", "--variants", help=f"Comma-separated, among the arms of CONFIG_DIR/{MANIFEST} (default: all of them)"),
     seeds: str = Opt("0,1,2", "--seeds", help="Comma-separated seeds, one run per variant each"),
     train_sizes: str = Opt("all", "--train-sizes", help="Comma-separated training sizes in documents, or all"),
     size_override: List[str] = Opt([], "--size-override", help="SIZE:KEY=VALUE[,KEY=VALUE] (SIZE a number or all): settings for one training size only, e.g. a longer budget for a larger sample; repeatable"),

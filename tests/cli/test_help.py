@@ -1,0 +1,46 @@
+"""Every `spacy sla` and `python -m lab` command's --help reads as written
+for the user: no placeholder of the code left unfilled."""
+import re
+
+import pytest
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from lab.cli import app as lab_app
+from spacy_sla.ab.manifest import MANIFEST
+from spacy_sla.cli import sla_cli
+
+from .commands import cli
+
+PLACEHOLDER = re.compile(r"\{[A-Za-z_]+\}")  # a name in braces: an f-string that lost its f
+
+
+def command_names(app):
+    return sorted(get_command(app).commands)
+
+
+def unfilled(help_text: str):
+    """The placeholders of a help text, apart from the usage line, where
+    spaCy's CLI shows the arguments as {name} itself."""
+    return [found for line in help_text.splitlines() if not line.strip().startswith("Usage:")
+            for found in PLACEHOLDER.findall(line)]
+
+
+@pytest.mark.parametrize("command", command_names(sla_cli))
+def test_the_help_of_every_sla_command_has_no_unfilled_placeholder(command):
+    result = cli(command, "--help")
+    assert result.exit_code == 0, result.output
+    assert unfilled(result.output) == []
+
+
+@pytest.mark.parametrize("command", command_names(lab_app))
+def test_the_help_of_every_lab_command_has_no_unfilled_placeholder(command):
+    result = CliRunner().invoke(lab_app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert unfilled(result.output) == []
+
+
+@pytest.mark.parametrize("command", ["init-config", "ab"])
+def test_init_config_and_ab_name_the_manifest_file(command):
+    output = "".join(cli(command, "--help").output.split())  # the help's line wrapping undone
+    assert f"/{MANIFEST}" in output
