@@ -572,6 +572,42 @@ def _family_size(rows: Sequence[Dict[str, Any]]) -> int:
                  if row.get("paired_vs_vanilla") and "family_size" in row["paired_vs_vanilla"]), 0)
 
 
+def table_caption(rows: Sequence[Dict[str, Any]]) -> str:
+    """What the comparison table's columns mean, with what its rows allow:
+    Holm's adjustment over as many comparisons as have a p-value (none
+    without two paired seeds), and a warning where a difference rests on a
+    single seed."""
+    text = (
+        "Scores of the last model of each run on the dev set, ×100: mean ± sample standard deviation over seeds "
+        "(n/a for a single seed). Paired Δ: the mean of the per-seed differences to vanilla over the seeds both "
+        "have, ± the half-width of its 95% t-interval; verdict \"better\" or \"worse\" only where that interval "
+        "excludes 0, \"not shown\" where it covers 0, \"not shown (n<2)\" with fewer than two paired seeds. "
+    )
+    family_size = _family_size(rows)
+    if family_size > 1:
+        text += (
+            "p: the paired t-test's two-sided p-value (below 0.05 exactly where the interval excludes 0); in "
+            f"brackets Holm's adjustment over all {family_size} paired comparisons of the table: below 0.05, a "
+            "verdict survives the number of comparisons made."
+        )
+    elif family_size == 1:
+        text += (
+            "p: the paired t-test's two-sided p-value (below 0.05 exactly where the interval excludes 0); with "
+            "one paired comparison in the table, Holm's adjustment in brackets is p itself."
+        )
+    else:
+        text += "No comparison has two paired seeds, so there is no p-value and nothing to adjust for multiple comparisons."
+    single_seed = any((row.get("paired_vs_vanilla") or {}).get("n") == 1 for row in rows)
+    if single_seed:
+        text += (
+            "\n\n**One seed is no evidence of a difference.** A paired Δ marked (n=1) compares one training run "
+            "with one other: how much runs differ by their seed alone is unknown from one seed, so no interval is "
+            "possible and the difference may be noise. Train two or more seeds (`--seeds 0,1,2`) for an interval "
+            "and a verdict."
+        )
+    return text
+
+
 def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
     """Aggregate every record under metrics_dir into output_prefix.md (a
     table plus the run settings) and output_prefix.json."""
@@ -585,13 +621,7 @@ def compare(metrics_dir: Path, output_prefix: Path) -> List[Dict[str, Any]]:
     transformers = sorted({r["settings"].get("paths.transformer", "") for r in records})
     text = (
         f"# Comparison ({len(records)} runs)\n\n"
-        "Scores of the last model of each run on the dev set, ×100: mean ± sample standard deviation over seeds (n/a for a single seed). "
-        "Paired Δ: the mean of the per-seed differences to vanilla over the seeds both have, ± the half-width of its 95% t-interval; "
-        "verdict \"better\" or \"worse\" only where that interval excludes 0, \"not shown\" where it covers 0, "
-        "\"not shown (n<2)\" with fewer than two paired seeds. "
-        "p: the paired t-test's two-sided p-value (below 0.05 exactly where the interval excludes 0); in brackets "
-        "Holm's adjustment over all " + str(_family_size(rows)) + " paired comparisons of the table: below 0.05, a verdict "
-        "survives the number of comparisons made.\n\n"
+        + table_caption(rows) + "\n\n"
         + markdown_table(rows)
         + ("\nParity: the plain transformers fine-tune against each spaCy vanilla pipeline that trains as it does "
            "(paired over seeds, plain − pipeline; \"no gap shown\" where the interval covers 0).\n\n"

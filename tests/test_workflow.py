@@ -19,6 +19,7 @@ from lab.experiments import (
     parity_rows,
     parity_table,
     summarize,
+    table_caption,
     training_curve,
     with_final_score,
 )
@@ -223,6 +224,51 @@ def test_records_round_trip_through_compare(tmp_path):
     assert (sla["p_value"], sla["p_holm"], sla["family_size"]) == (pytest.approx(p_sla), pytest.approx(2 * p_sla), 2)
     assert rows["plain"]["paired_vs_vanilla"]["p_holm"] == pytest.approx(max(2 * p_sla, p_plain))
     assert "Holm's adjustment over all 2 paired comparisons" in markdown
+
+
+def one_line(text):
+    return " ".join(text.split())
+
+
+ONE_SEED_WARNING = "**One seed is no evidence of a difference.**"
+
+
+def test_a_table_of_single_seeds_says_that_one_seed_is_no_evidence_and_adjusts_nothing(tmp_path):
+    """The demo's table: vanilla and sla, seed 0 each."""
+    for variant, score in (("vanilla", 0.80), ("sla", 0.8321)):
+        path = tmp_path / "metrics" / "ud" / variant / "seed0.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(record(variant, 0, score, task="ud")))
+    compare(tmp_path / "metrics", tmp_path / "out" / "comparison")
+    markdown = (tmp_path / "out" / "comparison.md").read_text()
+    assert "| ud | 500 steps | sla | cats_mcc | 83.21 ± n/a | +3.21 | +3.21 (n=1) | not shown (n<2) |  | 1 |" in markdown
+    caption = one_line(markdown.split("| task |")[0])
+    assert ONE_SEED_WARNING in caption and "no interval is possible" in caption
+    assert "No comparison has two paired seeds, so there is no p-value and nothing to adjust" in caption
+    assert "Holm" not in caption
+
+
+def seeds_of(variant, scores):
+    return [record(variant, seed, score) for seed, score in enumerate(scores)]
+
+
+def test_a_table_of_several_seeds_names_the_size_of_holms_family_and_gives_no_single_seed_warning():
+    rows = summarize(seeds_of("vanilla", [0.30, 0.40, 0.35]) + seeds_of("sla", [0.32, 0.41, 0.39])
+                     + seeds_of("window", [0.31, 0.38, 0.36]))
+    caption = one_line(table_caption(rows))
+    assert "in brackets Holm's adjustment over all 2 paired comparisons of the table" in caption
+    assert ONE_SEED_WARNING not in caption and "No comparison has two paired seeds" not in caption
+
+
+def test_with_one_comparison_holms_adjustment_is_p_itself_and_a_single_seed_row_is_still_flagged():
+    rows = summarize(seeds_of("vanilla", [0.30, 0.40, 0.35]) + seeds_of("sla", [0.32, 0.41, 0.39])
+                     + seeds_of("window", [0.31]))
+    (sla,) = [row["paired_vs_vanilla"] for row in rows if row["variant"] == "sla"]
+    assert sla["family_size"] == 1 and sla["p_holm"] == pytest.approx(sla["p_value"])
+    caption = one_line(table_caption(rows))
+    assert "with one paired comparison in the table, Holm's adjustment in brackets is p itself" in caption
+    assert "over all" not in caption
+    assert ONE_SEED_WARNING in caption  # window − vanilla rests on seed 0 alone
 
 
 def test_runs_of_different_budgets_are_separate_rows_paired_within_their_budget():
