@@ -242,6 +242,14 @@ def test_a_synopsis_runs_without_its_optional_parts_and_a_training_command_dry()
     assert as_run(demo) == f"{PYTHON} -m spacy project run demo --dry"
 
 
+def test_the_hub_stand_in_is_found_offline_by_name(hub_cache):
+    from transformers import AutoConfig, AutoTokenizer
+
+    for name in HUB_STAND_INS:
+        assert AutoConfig.from_pretrained(name, cache_dir=hub_cache, local_files_only=True).hidden_size == 32
+        assert AutoTokenizer.from_pretrained(name, cache_dir=hub_cache, local_files_only=True)("the cat")["input_ids"]
+
+
 # --- every option a command names is its program's ---------------------------------------------------------------
 
 def _click_root(module: str):
