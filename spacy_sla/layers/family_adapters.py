@@ -7,13 +7,12 @@ check_transformer_config, from a config) tells before any model is built
 whether a model type, and its position embeddings, can be wrapped."""
 import math
 from abc import ABC, abstractmethod
-from typing import ClassVar, Dict, FrozenSet, Optional, Tuple, Type
+from typing import Callable, ClassVar, Dict, FrozenSet, Optional, Tuple, Type
 
 import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention
-from transformers.models.modernbert.modeling_modernbert import apply_rotary_pos_emb
 
 from ..errors import Errors
 from .syntax_aware_attention import SyntaxAwareAttention
@@ -422,6 +421,15 @@ class DebertaV2StyleSelfAttention(FamilyAdapter):
         return context, probs
 
 
+def modernbert_rotary() -> Callable[..., Tuple[torch.Tensor, torch.Tensor]]:
+    """ModernBERT's rotary embedding, imported when a ModernBERT layer is
+    wrapped: transformers ships ModernBERT from 4.48 on, and `import
+    spacy_sla` must work with every transformers version setup.cfg allows."""
+    from transformers.models.modernbert.modeling_modernbert import apply_rotary_pos_emb
+
+    return apply_rotary_pos_emb
+
+
 class ModernBertStyleAttention(FamilyAdapter):
     """Replaces the `attn` module of ModernBERT layers (eager or SDPA; the
     unpadded Flash Attention layout is refused), which also holds the
@@ -457,6 +465,7 @@ class ModernBertStyleAttention(FamilyAdapter):
         self.Wo = original.Wo
         self.out_drop = original.out_drop
         self.local_attention = original.local_attention
+        self.apply_rotary = modernbert_rotary()
 
     def window_bias(self, length: int, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
         """(1, 1, n, n): 0 within the layer's sliding window, the type's
@@ -478,7 +487,7 @@ class ModernBertStyleAttention(FamilyAdapter):
         qkv = self.Wqkv(hidden_states).view(batch, length, 3, self.n_heads, self.head_size)
         cos, sin = self.rotary_emb(qkv, position_ids=position_ids)
         query, key, value = qkv.transpose(3, 1).unbind(dim=2)
-        query, key = apply_rotary_pos_emb(query, key, cos, sin)
+        query, key = self.apply_rotary(query, key, cos, sin)
         context, probs = self.attend(
             hidden_states,
             query,
