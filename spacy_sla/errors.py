@@ -555,8 +555,8 @@ class Errors(metaclass=SLACodes):
         "save the pipeline again from a trusted copy."
     )
     E091 = (
-        "The saved SLA transformer's weights are {reason}, not a mapping of "
-        "weight names to tensors as spacy-sla saves them. Nothing was "
+        "The saved SLA transformer's weights are {reason}, where spacy-sla "
+        "saves a mapping of weight names to tensors. Nothing was "
         "allocated. The pipeline directory was damaged or tampered with: "
         "load only pipelines from a source you trust, or retrain."
     )
