@@ -611,11 +611,12 @@ class Errors(metaclass=SLACodes):
 
     # `spacy sla ab`: its training children
     E098 = (
-        "The run {run} is still being trained by pid {pid} (started by an "
-        "earlier `spacy sla ab` that is gone; record {record}), so it was "
-        "not started again: two trainers would write into one run folder. "
-        "Wait for that process to end, or stop it (`kill {pid}`), then run "
-        "the command again."
+        "The run {run} is still being trained by pid {pid} on {host}, "
+        "started by an earlier `spacy sla ab` that is gone (record "
+        "{record}), so it was not started again: two trainers would write "
+        "into one run folder. Wait for that process to end or stop it "
+        "(`kill {pid}` on {host}), then run the command again; if that host "
+        "is gone, delete {record}."
     )
 
 class TransformerLoadFixes:
