@@ -618,6 +618,13 @@ class Errors(metaclass=SLACodes):
         "(`kill {pid}` on {host}), then run the command again; if that host "
         "is gone, delete {record}."
     )
+    E099 = (
+        "The transformer '{name}' has model type '{model_type}', which the "
+        "SLA transformer wraps with transformers {minimum} or later; "
+        "transformers {installed} is installed. Upgrade it: `pip install -U "
+        "\"transformers>={minimum}\"` (spacy-sla supports up to the version "
+        "its setup.cfg allows)."
+    )
 
 class TransformerLoadFixes:
     """How to fix [SLA-E005], by what could not be loaded: the `fix` of its
@@ -634,8 +641,9 @@ class TransformerLoadFixes:
         "The model's tokenizer needs a library that is not installed: "
         "install it into the environment that runs spaCy and load the model "
         "again. The SentencePiece tokenizers (XLM-R, CamemBERT, ALBERT, T5, "
-        "mDeBERTa and their kin) need sentencepiece: `pip install "
-        "spacy-sla[sentencepiece]`."
+        "mDeBERTa and their kin) need sentencepiece, and protobuf to be "
+        "converted to fast tokenizers: `pip install "
+        "spacy-sla[sentencepiece]` brings both."
     )
     VOCAB_FILE = (
         "The tokenizer was read from tokenizer.json alone, and "
