@@ -5,6 +5,7 @@ sentencepiece extra brings what converting a SentencePiece model needs, and
 transformers, thinc and torch, with the sentencepiece extra's, install in a
 fresh environment and pass the core tests there."""
 import configparser
+import json
 import os
 import subprocess
 import sys
@@ -133,10 +134,9 @@ def test_the_declared_floors_install_and_pass_the_core_tests(tmp_path):
     run([*pip, "install", *pins, *TEST_PACKAGES], timeout=1200)
     # the plugin itself, without touching its dependencies
     run([*pip, "install", "--no-deps", "--no-build-isolation", "-e", ROOT], timeout=600)
-    listed = run([*pip, "list", "--format", "freeze"]).stdout
-    installed = dict(line.split("==", 1) for line in listed.splitlines() if "==" in line)
-    normalised = {name.lower().replace("_", "-"): version.split("+")[0] for name, version in installed.items()}
-    assert {name: normalised[name] for name in floors()} == floors()
+    listed = json.loads(run([python, "-m", "pip", "--disable-pip-version-check", "list", "--format", "json"]).stdout)
+    installed = {package["name"].lower().replace("_", "-"): package["version"].split("+")[0] for package in listed}
+    assert {name: installed.get(name) for name in floors()} == floors()
     offline = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     result = run([python, "-m", "pytest", *CORE_TESTS, "-m", "not slow", "-q", "-p", "no:cacheprovider"],
                  cwd=ROOT, env=offline, timeout=1800)
