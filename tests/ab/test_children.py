@@ -125,3 +125,54 @@ def test_off_linux_the_command_runs_under_the_watchdog():
     assert preexec_fn is None
     assert command[1:3] == ["-I", str(Path(sys.modules["spacy_sla.ab.children"].__file__).with_name("watchdog.py"))]
     assert command[3:] == [str(os.getpid()), "spacy", "train"]
+
+
+@pytest.mark.slow  # `spacy sla ab` in a process of its own, then again to the end
+@on_linux
+def test_ab_killed_with_sigkill_takes_its_trainer_along_and_the_next_call_trains_that_run(tiny_bert, tmp_path):
+    import spacy
+    from spacy.cli._util import app
+    from typer.testing import CliRunner
+
+    import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+
+    from .test_runs import PARSER, write_corpus, write_user_config
+    from util import annotated_docs
+
+    if not spacy.util.is_package(PARSER):
+        pytest.skip(f"{PARSER} is not installed")
+    runner = CliRunner()
+    train_path = write_corpus(tmp_path / "train.spacy", annotated_docs(16, 0))
+    dev = write_corpus(tmp_path / "dev.spacy", annotated_docs(8, 1))
+    user = write_user_config(tmp_path / "user.cfg", ["ner"])
+    result = runner.invoke(app, ["sla", "init-config", str(user), str(tmp_path / "configs"), "--variants", "sla",
+                                 "--parser", PARSER])
+    assert result.exit_code == 0, result.output
+    output = tmp_path / "out"
+    arguments = ["sla", "ab", str(tmp_path / "configs"), str(output), "--paths.train", str(train_path),
+                 "--paths.dev", str(dev), "--seeds", "0", "--resamples", "100", "--no-figure",
+                 "--components.transformer.model.name", str(tiny_bert), "--training.eval_frequency", "2",
+                 "--training.batcher.size", "300", "--training.accumulate_gradient", "1",
+                 "--training.optimizer.learn_rate.warmup_steps", "1"]
+    with (tmp_path / "ab.log").open("w") as log:
+        ab = subprocess.Popen([sys.executable, "-m", "spacy", *arguments, "--training.max_steps", "100000"],
+                              stdout=log, stderr=subprocess.STDOUT)
+    trainer_pid = None
+    try:
+        assert _wait_for(lambda: any(output.rglob(TRAINER_RECORD)), 300), (tmp_path / "ab.log").read_text()
+        (record,) = output.rglob(TRAINER_RECORD)
+        trainer_pid = json.loads(record.read_text(encoding="utf8"))["pid"]
+        assert process_alive(trainer_pid)
+        ab.send_signal(signal.SIGKILL)
+        ab.wait()
+        assert _wait_for(lambda: not process_alive(trainer_pid), 10), "the trainer outlived ab"
+    finally:
+        ab.kill()
+        ab.wait()
+        if trainer_pid is not None and process_alive(trainer_pid):
+            os.kill(trainer_pid, signal.SIGKILL)
+    result = runner.invoke(app, [*arguments, "--training.max_steps", "4"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "Took over" in said and "is no longer running" in said
+    assert not any(output.rglob(TRAINER_RECORD)) and (output / "report.md").exists()
