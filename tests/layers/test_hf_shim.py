@@ -86,7 +86,8 @@ def ask_for_shipped_tokenizer(shim: Dict[str, Any], marker: Path, saved_trust: b
         tokenizer["kwargs"] = {**tokenizer.get("kwargs", {}), "trust_remote_code": True}
 
 
-def test_saved_trust_remote_code_never_runs_shipped_code(saved_pipeline, tmp_path):
+def test_saved_trust_remote_code_never_runs_shipped_code(saved_pipeline, tmp_path, monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
     marker = tmp_path / "code-ran"
     tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", lambda shim: ask_for_shipped_tokenizer(shim, marker))
     with pytest.raises(ValueError, match=r"\[SLA-E047\].*auto_map.*SPACY_SLA_TRUST_REMOTE_CODE=1"):
