@@ -152,6 +152,8 @@ def _in_folder(name: str, key: str, value: Any, files: Mapping[str, bytes], fold
     """A top-level path setting (a name, or a list of names) pointed at the
     saved files in `folder`."""
     if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_nested(name, f"{key}[{index}]", item, under_path=False)
         return [_in_folder(name, key, item, files, folder) if isinstance(item, str) else item for item in value]
     if value not in files:
         raise _outside(name, key, value, files)

@@ -63,6 +63,7 @@ def test_special_tokens_map_is_checked_as_the_tokenizer_config_is():
     ({"init_inputs": ["/etc/passwd"]}, "init_inputs[0]"),
     ({"sp_model_kwargs": {"model_file": "/etc/passwd"}}, "sp_model_kwargs.model_file"),
     ({"sudachi_kwargs": {"sudachi_config_path": "vocab.txt"}}, "sudachi_kwargs.sudachi_config_path"),
+    ({"vocab_files": [{"model_file": "/etc/passwd"}]}, "vocab_files[0].model_file"),
 ])
 def test_a_path_inside_another_setting_is_refused_even_a_saved_name(settings, key):
     with pytest.raises(ValueError, match=r"\[SLA-E089\].*sets `" + re.escape(key) + "`"):
