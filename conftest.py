@@ -46,8 +46,21 @@ def tiny_mpnet(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny-mpnet"), "mpnet")
 
 
+def skip_unless_transformers_wraps(model_type: str) -> None:
+    """Skip where the installed transformers predates the family's adapter
+    (the tests of the declared floors run with transformers 4.38)."""
+    from packaging.version import Version
+
+    from spacy_sla.layers.family_adapters import ATTENTION_FAMILIES, installed_transformers
+
+    minimum = ATTENTION_FAMILIES[model_type].minimum_transformers
+    if Version(installed_transformers()) < Version(minimum):
+        pytest.skip(f"{model_type} needs transformers {minimum}; {installed_transformers()} is installed")
+
+
 @pytest.fixture(scope="session")
 def tiny_modernbert(tmp_path_factory) -> Path:
+    skip_unless_transformers_wraps("modernbert")
     return save_tiny_model(tmp_path_factory.mktemp("tiny-modernbert"), "modernbert")
 
 
@@ -60,6 +73,7 @@ def tiny_albert(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_deberta_v3(tmp_path_factory) -> Path:
     pytest.importorskip("sentencepiece", reason="the tiny DeBERTa's tokenizer is trained with sentencepiece")
+    skip_unless_transformers_wraps("deberta-v2")
     return save_tiny_model(tmp_path_factory.mktemp("tiny-deberta-v3"), "deberta-v2")
 
 

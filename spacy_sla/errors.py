@@ -43,11 +43,11 @@ class Warnings(metaclass=SLACodes):
         "warning is shown once per component."
     )
     W005 = (
-        "Loading an SLA transformer with `trust_remote_code`: the loading "
-        "config's tokenizer_config sets it, so Python code shipped among the "
-        "pipeline's tokenizer files may run now. Do this only for a pipeline "
-        "directory you trust as you trust code you install; without it, such "
-        "a tokenizer is refused with [SLA-E047]."
+        "Loading an SLA transformer with `trust_remote_code`: "
+        "SPACY_SLA_TRUST_REMOTE_CODE is set, so Python code shipped among "
+        "the pipeline's tokenizer files may run now. Set it only for a "
+        "pipeline directory you trust as you trust code you install; "
+        "without it, such a pipeline is refused with [SLA-E047]."
     )
     W013 = (
         "The parser pipeline '{name}' is not installed, so {copy}, an "
@@ -304,12 +304,15 @@ class Errors(metaclass=SLACodes):
         "source you trust, or retrain or re-save the pipeline."
     )
     E047 = (
-        "The saved SLA transformer's tokenizer or config needs code shipped "
-        "with the model ({reason}), which is not run when a pipeline loads. "
-        "If you trust this pipeline directory as you trust code you "
-        "install, load it with the setting in your own config: "
-        "`spacy.load(path, config={{\"components.NAME.model.tokenizer_config\": "
-        "{{\"use_fast\": true, \"trust_remote_code\": true}}}})`."
+        "The saved SLA transformer asks to run Python code shipped with the "
+        "pipeline ({reason}), which is not run when a pipeline loads: it "
+        "would run with your permissions. A setting in the pipeline's "
+        "config.cfg, or a config override of spacy.load, does not consent "
+        "to it. If you trust this pipeline directory as you trust code you "
+        "install, load it with the environment variable "
+        "SPACY_SLA_TRUST_REMOTE_CODE=1 (`SPACY_SLA_TRUST_REMOTE_CODE=1 "
+        "python -m spacy evaluate ...`, or os.environ["
+        "\"SPACY_SLA_TRUST_REMOTE_CODE\"] = \"1\" before spacy.load)."
     )
     E048 = (
         "The saved SLA transformer's weights hold more than tensors ({reason}). "
@@ -541,6 +544,95 @@ class Errors(metaclass=SLACodes):
         "provides them."
     )
 
+    # Loading a pipeline directory: what its saved SLA transformer may read
+    E089 = (
+        "The saved tokenizer file {file} of the SLA transformer {problem}. "
+        "Nothing was loaded: a tokenizer may read only the tokenizer files "
+        "saved with the pipeline, and spacy-sla never saves such a setting, "
+        "so the pipeline directory was tampered with or not written by it. "
+        "Load only pipelines from a source you trust, or save the pipeline "
+        "again from a trusted copy."
+    )
+    E090 = (
+        "The saved SLA transformer lists a tokenizer file named {name} "
+        "({n_bytes} bytes), longer than the {limit} bytes a file name may "
+        "have on common file systems, so it cannot be written into the "
+        "loader's temporary folder. Nothing was written; spacy-sla never "
+        "saves such a name. Load only pipelines from a source you trust, or "
+        "save the pipeline again from a trusted copy."
+    )
+    E091 = (
+        "The saved SLA transformer's weights are {reason}, where spacy-sla "
+        "saves a mapping of weight names to tensors. Nothing was "
+        "allocated. The pipeline directory was damaged or tampered with: "
+        "load only pipelines from a source you trust, or retrain."
+    )
+    E092 = (
+        "The saved SLA transformer's weights do not fit the encoder its "
+        "config builds ({model_type}): {n_missing} weight(s) of the encoder "
+        "are missing from them ({missing}) and {n_unexpected} weight(s) in "
+        "them are not the encoder's ({unexpected}). Loading would leave "
+        "the missing ones random and predict with them. Nothing was "
+        "allocated. Load the pipeline with the config it was saved with, "
+        "or retrain it; a directory you did not write may have been "
+        "tampered with."
+    )
+    E093 = (
+        "The saved SLA transformer's weight {key} is {saved}, where the "
+        "encoder its config builds has {expected}. Nothing was allocated. "
+        "The pipeline's config.cfg or its weights were changed after "
+        "saving: load it with the config it was saved with, or retrain it."
+    )
+    E094 = (
+        "The saved SLA transformer's weight {key} holds {count} value(s) "
+        "that are NaN or infinite, so every prediction through it would be "
+        "NaN. Nothing was loaded. Training diverged before the pipeline was "
+        "saved (lower the learning rate, check the data, use an earlier "
+        "checkpoint such as model-best), or the weights were tampered with."
+    )
+    E095 = (
+        "The SLA transformer's config builds tensors that its saved weights "
+        "do not hold ({names}: {size} MiB, more than the {bound} MiB "
+        "allowed beside {saved} MiB of saved weights), e.g. a position "
+        "buffer of a huge `max_position_embeddings`. Nothing was allocated. "
+        "The model config saved with the pipeline was changed: load only "
+        "pipelines from a source you trust, or retrain."
+    )
+
+    # `spacy sla annotate`: one document of the input
+    E096 = (
+        "{path}:{line}: {reason}. Nothing was written for its shard; the "
+        "shards written before are kept. Fix or remove the line and run the "
+        "command again (it resumes with the missing shards), or pass "
+        "--on-error skip to list such lines in bad-lines.txt and annotate "
+        "the others."
+    )
+    E097 = (
+        "{output_dir} is in use by another `spacy sla annotate` (pid {pid} "
+        "on {host}, lock file {lock}): two annotations into one output "
+        "directory would mix their shards. Wait for it to finish, give this "
+        "call another OUTPUT_DIR, or, if that process is not an annotation "
+        "of this directory (e.g. on another host that is gone), delete "
+        "{lock}."
+    )
+
+    # `spacy sla ab`: its training children
+    E098 = (
+        "The run {run} is still being trained by pid {pid} on {host}, "
+        "started by an earlier `spacy sla ab` that is gone (record "
+        "{record}), so it was not started again: two trainers would write "
+        "into one run folder. Wait for that process to end or stop it "
+        "(`kill {pid}` on {host}), then run the command again; if that host "
+        "is gone, delete {record}."
+    )
+    E099 = (
+        "The transformer '{name}' has model type '{model_type}', which the "
+        "SLA transformer wraps with transformers {minimum} or later; "
+        "transformers {installed} is installed. Upgrade it: `pip install -U "
+        "\"transformers>={minimum}\"` (spacy-sla supports up to the version "
+        "its setup.cfg allows)."
+    )
+
 class TransformerLoadFixes:
     """How to fix [SLA-E005], by what could not be loaded: the `fix` of its
     message."""
@@ -556,8 +648,9 @@ class TransformerLoadFixes:
         "The model's tokenizer needs a library that is not installed: "
         "install it into the environment that runs spaCy and load the model "
         "again. The SentencePiece tokenizers (XLM-R, CamemBERT, ALBERT, T5, "
-        "mDeBERTa and their kin) need sentencepiece: `pip install "
-        "spacy-sla[sentencepiece]`."
+        "mDeBERTa and their kin) need sentencepiece, and protobuf to be "
+        "converted to fast tokenizers: `pip install "
+        "spacy-sla[sentencepiece]` brings both."
     )
     VOCAB_FILE = (
         "The tokenizer was read from tokenizer.json alone, and "

@@ -2,14 +2,16 @@
 with O_CREAT | O_EXCL, holds the pid and host of the call that owns the
 directory. A second call is refused with [SLA-E053] while that process lives;
 a lock left by a process that is gone (killed with SIGKILL, a machine that
-rebooted) is taken over."""
+rebooted) is taken over. `spacy sla annotate` holds its OUTPUT_DIR the same
+way, with its own lock file and error (lock_name, in_use); record_alive
+tells whether the process of a pid record (a lock's, a trainer's) runs."""
 import json
 import os
 import socket
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Type
 
 from ..errors import Errors
 
@@ -43,7 +45,15 @@ def process_alive(pid: int) -> bool:
     return state[state.rindex(")") + 2:].split()[0] != "Z"
 
 
-def _holder_alive(holder: Dict[str, Any]) -> bool:
+def process_record(pid: int) -> Dict[str, Any]:
+    """What tells a process of this host from any other, later one with its
+    pid: the pid, the host and the process's start time."""
+    return {"pid": pid, "host": socket.gethostname(), "start_ticks": _start_ticks(pid)}
+
+
+def record_alive(holder: Dict[str, Any]) -> bool:
+    """Whether the process of a record (process_record) still runs; a
+    record of another host, or without a pid, is taken as alive."""
     pid = holder.get("pid")
     if not isinstance(pid, int) or holder.get("host") != socket.gethostname():
         return True  # nothing to check it by: taken as alive, the error says how to remove it
@@ -67,22 +77,23 @@ def read_holder(lock: Path) -> Optional[Dict[str, Any]]:
     return holder if isinstance(holder, dict) else {}
 
 
-def live_holder(output_dir: Path) -> Optional[Dict[str, Any]]:
+def live_holder(output_dir: Path, lock_name: str = LOCK_FILE) -> Optional[Dict[str, Any]]:
     """The record of a live process holding output_dir, else None."""
-    holder = read_holder(output_dir / LOCK_FILE)
-    return holder if holder is not None and _holder_alive(holder) else None
+    holder = read_holder(output_dir / lock_name)
+    return holder if holder is not None and record_alive(holder) else None
 
 
-def _refusal(output_dir: Path, lock: Path, holder: Dict[str, Any]) -> ValueError:
-    return ValueError(Errors.E053.format(output_dir=output_dir, pid=holder.get("pid", "unknown"),
-                                         host=holder.get("host", "an unknown host"), lock=lock))
+def _refusal(output_dir: Path, lock: Path, holder: Dict[str, Any], in_use: str,
+             error_type: Type[ValueError]) -> ValueError:
+    return error_type(in_use.format(output_dir=output_dir, pid=holder.get("pid", "unknown"),
+                                    host=holder.get("host", "an unknown host"), lock=lock))
 
 
 def _take_over(lock: Path, stale: Dict[str, Any]) -> bool:
     """Remove a stale lock unless another call replaced it meanwhile: the
     rename moves exactly one file, which is put back if it is not the
     stale one."""
-    moved = lock.with_name(f"{LOCK_FILE}.{os.getpid()}.stale")
+    moved = lock.with_name(f"{lock.name}.{os.getpid()}.stale")
     try:
         os.rename(lock, moved)
     except FileNotFoundError:
@@ -99,15 +110,18 @@ def _take_over(lock: Path, stale: Dict[str, Any]) -> bool:
 
 
 @contextmanager
-def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print) -> Iterator[Path]:
-    """Hold output_dir for this process while the block runs ([SLA-E053] if a
-    live process holds it); released on every exit, errors included. An
-    output directory made here is removed again if it is left empty."""
+def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print, lock_name: str = LOCK_FILE,
+                    in_use: Optional[str] = None, error_type: Type[ValueError] = ValueError) -> Iterator[Path]:
+    """Hold output_dir for this process while the block runs; if a live
+    process holds it, refused with an error_type of `in_use` (by default
+    [SLA-E053]) formatted with output_dir, pid, host and lock. Released on
+    every exit, errors included. An output directory made here is removed
+    again if it is left empty."""
+    in_use = Errors.E053 if in_use is None else in_use
     created = not output_dir.exists()
     output_dir.mkdir(parents=True, exist_ok=True)
-    lock = output_dir / LOCK_FILE
-    record = {"pid": os.getpid(), "host": socket.gethostname(), "start_ticks": _start_ticks(os.getpid()),
-              "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+    lock = output_dir / lock_name
+    record = {**process_record(os.getpid()), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
     holder: Dict[str, Any] = {}
     for _ in range(5):  # a stale lock taken over, or a lock that went meanwhile: try again
         try:
@@ -116,8 +130,8 @@ def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print) -> 
             holder = read_holder(lock)
             if holder is None:
                 continue
-            if _holder_alive(holder):
-                raise _refusal(output_dir, lock, holder) from None
+            if record_alive(holder):
+                raise _refusal(output_dir, lock, holder, in_use, error_type) from None
             if _take_over(lock, holder):
                 notify(f"Took over {lock}: its process (pid {holder.get('pid')} on {holder.get('host')}) "
                        "is no longer running.")
@@ -126,7 +140,7 @@ def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print) -> 
             json.dump(record, file)
         break
     else:
-        raise _refusal(output_dir, lock, holder)
+        raise _refusal(output_dir, lock, holder, in_use, error_type)
     try:
         yield lock
     finally:

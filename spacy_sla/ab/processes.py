@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, List, Optional
 
+from .children import recorded, tied_to_this_process
+
 STOP_GRACE_SECONDS = 20  # how long a stopped training child may take to exit before it is killed
 
 
@@ -67,22 +69,26 @@ def stop_process_group(process: "subprocess.Popen[bytes]") -> None:
     process.wait()
 
 
-def run_command(command: List[str], log_path: Optional[Path]) -> None:
+def run_command(command: List[str], log_path: Optional[Path], record_path: Optional[Path] = None) -> None:
     """Run a command, failing with CalledProcessError; its output goes to
     the terminal or, with log_path, to that file (a Ray worker has no
     terminal, and a failed run is reported with the log's tail). The
     command runs in a process group of its own, stopped with it when this
-    process is interrupted (AbInterrupted, KeyboardInterrupt), so that no
-    training goes on without the call that records it."""
+    process is interrupted (AbInterrupted, KeyboardInterrupt), and killed
+    when this process dies (children.tied_to_this_process), so that no
+    training goes on without the call that records it; with record_path,
+    its pid is kept there while it runs (children.recorded)."""
     log = None
     try:
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             log = log_path.open("w", encoding="utf8")
-        process = subprocess.Popen(command, stdout=log, stderr=None if log is None else subprocess.STDOUT,
-                                   start_new_session=True)
+        tied_command, preexec_fn = tied_to_this_process(command)
+        process = subprocess.Popen(tied_command, stdout=log, stderr=None if log is None else subprocess.STDOUT,
+                                   start_new_session=True, preexec_fn=preexec_fn)
         try:
-            returncode = process.wait()
+            with recorded(process, record_path):
+                returncode = process.wait()
         except BaseException:
             stop_process_group(process)
             raise

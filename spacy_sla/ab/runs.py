@@ -21,6 +21,7 @@ from thinc.api import Config
 from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
 from ..user_code import import_user_code
+from .children import TRAINER_RECORD, check_no_live_trainer
 from .evaluation import EVALUATION_VERSION
 from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
 from .processes import AbInterrupted, run_command
@@ -154,6 +155,7 @@ def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> D
         kept = finished_settings(run)
         if kept is not None:
             return {**kept, "kept": True}
+    check_no_live_trainer(run.run_dir, run.name)
     run.run_dir.mkdir(parents=True, exist_ok=True)
     (run.run_dir / RUN_SETTINGS).unlink(missing_ok=True)
     (run.run_dir / EVALUATION).unlink(missing_ok=True)
@@ -161,7 +163,7 @@ def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> D
     (run.run_dir / STRATA_FILE).unlink(missing_ok=True)
     write_atomically(run.run_dir / RUN_CONFIG, run_config(run).to_str(interpolate=False).encode("utf8"))
     started = time.perf_counter()
-    run_command(run.train_command(), log_path)
+    run_command(run.train_command(), log_path, run.run_dir / TRAINER_RECORD)
     record = {"settings": run.settings(), "train_data": file_fingerprint(run.train_path),
               "train_seconds": round(time.perf_counter() - started, 2)}
     write_atomically(run.run_dir / RUN_SETTINGS, json.dumps(record, indent=2).encode("utf8"))

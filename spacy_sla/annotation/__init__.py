@@ -27,8 +27,13 @@ which here has one document per line):
 - `.spacy`: the Docs of a DocBin, annotated as they are (the tokenizer does
   not run again, as in `spacy apply`);
 - anything else: UTF-8 text, one document per line.
-Blank lines are skipped. A bad line (not UTF-8, not a JSON object, no text)
-stops the job with FILE:LINE, or with on_error="skip" is skipped and reported.
+Blank lines are skipped. A bad line (not UTF-8, not a JSON object, no text),
+or a document that the pipeline cannot take (longer than nlp.max_length, a
+lone surrogate in its text) or a shard cannot hold (a field with an integer
+beyond 64 bits in a .spacy shard) stops the job with [SLA-E096] naming
+FILE:LINE, or with on_error="skip" is skipped and reported, and every shard
+is written without it. One annotation at a time holds OUTPUT_DIR
+(.annotate.lock, as `spacy sla ab` holds its own; [SLA-E097]).
 
 Ray is imported only by annotate_on_ray, never by `import spacy_sla`.
 """

@@ -4,14 +4,18 @@ import json
 import math
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import srsly
 
 from ..errors import Errors
 from ..files import write_atomically
 from .settings import OUTPUT_FORMATS, AnnotateSettings, AnnotationError, BadLine, Shard
 
 MANIFEST = "annotate.json"
+LOCK_FILE = ".annotate.lock"  # held while an annotation runs (holding_output_dir)
 BAD_LINES = "bad-lines.txt"
 INPUT_FIELDS_KEY = "input_fields"
 TOKEN_FIELDS = ("tags", "pos", "deps", "gates")  # these come with the token texts they align with
@@ -78,12 +82,8 @@ def _another_annotation(settings: AnnotateSettings, previous: Dict[str, Any], ma
     )
 
 
-def prepare_output(settings: AnnotateSettings, shards: Sequence[Shard], overwrite: bool = False) -> List[Shard]:
-    """Create the output directory and its manifest; returns the shards still
-    to write. Shards of another annotation (other pipeline or pipeline
-    files, input, fields, ...) are refused unless overwrite, which deletes
-    the files their manifest names (never the input); a file at one of this
-    annotation's output names that no manifest names is refused either way."""
+def make_output_dir(settings: AnnotateSettings) -> Path:
+    """OUTPUT_DIR, made if it is not there ([SLA-E076] where it cannot be)."""
     output_dir = Path(settings.output_dir)
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -92,6 +92,29 @@ def prepare_output(settings: AnnotateSettings, shards: Sequence[Shard], overwrit
         raise AnnotationError(Errors.E076.format(output_dir=output_dir, reason=reason)) from error
     except OSError as error:
         raise AnnotationError(Errors.E076.format(output_dir=output_dir, reason=error.strerror or error)) from error
+    return output_dir
+
+
+@contextmanager
+def holding_output_dir(settings: AnnotateSettings, report: Callable[[str], None]) -> Iterator[Path]:
+    """OUTPUT_DIR, made and held by this annotation while the block runs,
+    as `spacy sla ab` holds its own (spacy_sla.ab.lock): another annotation
+    into it is refused with [SLA-E097] while this one lives."""
+    from ..ab.lock import hold_output_dir  # the A/B library is imported only when an annotation runs
+
+    output_dir = make_output_dir(settings)
+    with hold_output_dir(output_dir, notify=report, lock_name=LOCK_FILE, in_use=Errors.E097,
+                         error_type=AnnotationError):
+        yield output_dir
+
+
+def prepare_output(settings: AnnotateSettings, shards: Sequence[Shard], overwrite: bool = False) -> List[Shard]:
+    """Create the output directory and its manifest; returns the shards still
+    to write. Shards of another annotation (other pipeline or pipeline
+    files, input, fields, ...) are refused unless overwrite, which deletes
+    the files their manifest names (never the input); a file at one of this
+    annotation's output names that no manifest names is refused either way."""
+    output_dir = make_output_dir(settings)
     input_path = Path(settings.input_path)
     manifest_path = output_dir / MANIFEST
     manifest = settings.manifest(len(shards))
@@ -148,23 +171,69 @@ def doc_fields(doc: Any, fields: Sequence[str]) -> Dict[str, Any]:
     return out
 
 
-def encode_shard(settings: AnnotateSettings, docs: Sequence[Any], records: Sequence[Optional[Dict[str, Any]]]) -> bytes:
+# What packing a value for a shard raises: a lone surrogate in a string
+# (UnicodeEncodeError), an integer beyond 64 bits in a .spacy shard
+# (msgpack's OverflowError), a value of no JSON or msgpack type.
+UNWRITABLE = (UnicodeEncodeError, OverflowError, TypeError, ValueError)
+
+
+def _pack(settings: AnnotateSettings, value: Any) -> bytes:
+    if settings.output_format == "jsonl":
+        return json.dumps(value, ensure_ascii=False).encode("utf8")
+    return srsly.msgpack_dumps(value)
+
+
+def _why_unwritable(error: Exception) -> str:
+    if isinstance(error, UnicodeEncodeError):
+        return f"holds {error.object[error.start:error.end]!r}, a lone surrogate that UTF-8 cannot encode"
+    if isinstance(error, OverflowError):
+        return "holds an integer beyond 64 bits, which a .spacy shard cannot store (--format jsonl can)"
+    return f"cannot be written ({type(error).__name__}: {error})"
+
+
+def record_problem(settings: AnnotateSettings, record: Optional[Dict[str, Any]]) -> Optional[str]:
+    """Why an input record's fields cannot go into a shard (they are kept:
+    in the JSONL records, in the Docs' user_data), else None."""
+    for key, value in (record or {}).items():
+        if key == settings.text_key:
+            continue
+        try:
+            _pack(settings, {key: value})
+        except UNWRITABLE as error:
+            return f"its field \"{key}\" {_why_unwritable(error)}"
+    return None
+
+
+def encode_shard(settings: AnnotateSettings, docs: Sequence[Any],
+                 records: Sequence[Optional[Dict[str, Any]]]) -> Tuple[bytes, List[Tuple[int, str]]]:
+    """The shard's bytes, and the documents that cannot be written into it
+    (their positions and why), which it leaves out."""
+    unwritable: List[Tuple[int, str]] = []
     if settings.output_format == "jsonl":
         lines = []
-        for doc, record in zip(docs, records):
+        for position, (doc, record) in enumerate(zip(docs, records)):
             output = dict(record) if record is not None else {settings.text_key: doc.text}
             output.update(doc_fields(doc, settings.fields))
-            lines.append(json.dumps(output, ensure_ascii=False))
-        return ("\n".join(lines) + "\n").encode("utf8") if lines else b""
+            try:
+                lines.append(_pack(settings, output) + b"\n")
+            except UNWRITABLE as error:
+                unwritable.append((position, record_problem(settings, record) or f"its annotation {_why_unwritable(error)}"))
+        return b"".join(lines), unwritable
     from spacy.tokens import DocBin
 
     doc_bin = DocBin(store_user_data=True)  # as `spacy apply`: custom attributes (gates) travel with the Docs
-    for doc, record in zip(docs, records):
+    for position, (doc, record) in enumerate(zip(docs, records)):
         doc.user_data.pop(TRF_DATA_KEY, None)
         if record is not None:
             doc.user_data[INPUT_FIELDS_KEY] = {key: value for key, value in record.items() if key != settings.text_key}
+        try:
+            # DocBin.add packs the user data last, after its other lists grew: packed here first
+            _pack(settings, doc.user_data)
+        except UNWRITABLE as error:
+            unwritable.append((position, record_problem(settings, record) or f"its annotation {_why_unwritable(error)}"))
+            continue
         doc_bin.add(doc)
-    return doc_bin.to_bytes()
+    return doc_bin.to_bytes(), unwritable
 
 
 def record_bad_lines(settings: AnnotateSettings, bad: Sequence[BadLine]) -> None:

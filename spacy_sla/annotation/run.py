@@ -10,7 +10,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import Errors
 from ..files import write_atomically
-from .output import encode_shard, prepare_output, record_bad_lines, shard_name, sort_bad_lines
+from .output import (
+    encode_shard,
+    holding_output_dir,
+    prepare_output,
+    record_bad_lines,
+    record_problem,
+    shard_name,
+    sort_bad_lines,
+)
 from .settings import AnnotateSettings, AnnotateSummary, AnnotationError, BadLine, Shard, ShardResult
 
 
@@ -142,20 +150,48 @@ class ShardAnnotator:
         if target.exists():  # finished by an earlier attempt (a retried Ray task, a resumed run)
             return ShardResult(shard.index, str(target), resumed=True)
         if settings.input_format == "spacy":
-            inputs: List[Any] = self._spacy_docs(shard)
-            records: List[Optional[Dict[str, Any]]] = [None] * len(inputs)
+            items: List[InputItem] = [(shard.first_line + k, doc, None) for k, doc in enumerate(self._spacy_docs(shard))]
             bad: List[BadLine] = []
         else:
             items, bad = read_lines(settings, shard)
-            if bad and settings.on_error == "stop":
-                # Returned, not raised: the caller stops the job (a Ray task's
-                # exception would reach the driver as text only).
-                return ShardResult(shard.index, str(target), bad_lines=bad, stopped=True)
-            inputs = [text for _, text, _ in items]
-            records = [record for _, _, record in items]
-        docs = list(self.nlp.pipe(inputs, batch_size=settings.batch_size))
-        write_atomically(target, encode_shard(settings, docs, records))
-        return ShardResult(shard.index, str(target), n_docs=len(docs), bad_lines=bad)
+        fit = []
+        for number, text, record in items:
+            problem = text_problem(text, self.nlp.max_length) or record_problem(settings, record)
+            if problem is None:
+                fit.append((number, text, record))
+            else:
+                bad.append(BadLine(settings.input_path, number, problem))
+        if bad and settings.on_error == "stop":
+            # Returned, not raised: the caller stops the job (a Ray task's
+            # exception would reach the driver as text only).
+            return ShardResult(shard.index, str(target), bad_lines=_in_order(bad), stopped=True)
+        docs = list(self.nlp.pipe([text for _, text, _ in fit], batch_size=settings.batch_size))
+        data, unwritable = encode_shard(settings, docs, [record for _, _, record in fit])
+        bad += [BadLine(settings.input_path, fit[position][0], problem) for position, problem in unwritable]
+        if unwritable and settings.on_error == "stop":
+            return ShardResult(shard.index, str(target), bad_lines=_in_order(bad), stopped=True)
+        write_atomically(target, data)
+        return ShardResult(shard.index, str(target), n_docs=len(docs) - len(unwritable), bad_lines=_in_order(bad))
+
+
+def text_problem(text: Any, max_length: int) -> Optional[str]:
+    """Why the pipeline cannot take a text (spaCy would fail on the whole
+    batch), else None; a Doc of a .spacy input has none."""
+    if not isinstance(text, str):
+        return None
+    if len(text) > max_length:
+        return (f"a text of {len(text):,} characters, more than the pipeline's max_length of {max_length:,} "
+                "(spaCy's [E088]); split it into shorter documents")
+    try:
+        text.encode("utf8")
+    except UnicodeEncodeError as error:
+        return (f"the text holds {text[error.start]!r} at column {error.start + 1}, a lone surrogate that UTF-8 "
+                "cannot encode (JSON's \\ud800-\\udfff escapes without their pair)")
+    return None
+
+
+def _in_order(bad: List[BadLine]) -> List[BadLine]:
+    return sorted(bad, key=lambda line: line.line)
 
 
 def _summarize(results: Sequence[ShardResult], n_shards: int, started: float) -> AnnotateSummary:
@@ -185,17 +221,18 @@ def annotate(
     settings = settings.resolved()
     settings.check()
     shards = plan_shards(settings)
-    todo = prepare_output(settings, shards, overwrite)
-    annotator = ShardAnnotator(settings, len(shards), gpu_id)
-    results = []
-    for done, shard in enumerate(todo, start=1):
-        result = annotator(shard)
-        if result.stopped:
-            raise result.stop_error()
-        record_bad_lines(settings, result.bad_lines)
-        results.append(result)
-        report(progress_line(done, len(todo), result))
-    sort_bad_lines(settings)
+    with holding_output_dir(settings, report):
+        todo = prepare_output(settings, shards, overwrite)
+        annotator = ShardAnnotator(settings, len(shards), gpu_id)
+        results = []
+        for done, shard in enumerate(todo, start=1):
+            result = annotator(shard)
+            if result.stopped:
+                raise result.stop_error()
+            record_bad_lines(settings, result.bad_lines)
+            results.append(result)
+            report(progress_line(done, len(todo), result))
+        sort_bad_lines(settings)
     return _summarize(results + _resumed(shards, todo), len(shards), started)
 
 
@@ -265,43 +302,44 @@ def annotate_on_ray(
     settings.check()
     import_ray()  # refused without Ray before the output directory is touched
     shards = plan_shards(settings)
-    todo = prepare_output(settings, shards, overwrite)
-    results: List[ShardResult] = []
-    if todo:
+    with holding_output_dir(settings, report):
+        todo = prepare_output(settings, shards, overwrite)
+        results: List[ShardResult] = []
+        if todo:
 
-        with ray_session(address) as ray:
-            context = ray.data.DataContext.get_current()
-            context.enable_progress_bars = False  # one progress line per shard instead
-            if workers is None:
-                resources = ray.cluster_resources()
-                if gpus_per_worker > 0:
-                    workers = int(resources.get("GPU", 0) // gpus_per_worker)
-                else:
-                    workers = int(resources.get("CPU", 1) // max(cpus_per_worker, 1e-9))
-            workers = max(1, min(workers, len(todo)))
-            report(f"{len(todo)} shard(s) to write with {workers} Ray worker(s) "
-                   f"({cpus_per_worker:g} CPU and {gpus_per_worker:g} GPU each)")
-            dataset = ray.data.from_items([asdict(shard) for shard in todo], override_num_blocks=len(todo))
-            annotated = dataset.map_batches(
-                _RayShardAnnotator,
-                fn_constructor_kwargs={"settings": asdict(settings), "n_shards": len(shards),
-                                       "use_gpu": gpus_per_worker > 0},
-                batch_size=1,
-                compute=ray.data.ActorPoolStrategy(size=workers),
-                num_cpus=cpus_per_worker,
-                num_gpus=gpus_per_worker,
-            )
-            try:
-                for row in annotated.iter_rows():
-                    bad = [BadLine(**line) for line in json.loads(row["bad_lines"])]
-                    result = ShardResult(int(row["index"]), str(row["path"]), int(row["n_docs"]),
-                                         bool(row["resumed"]), bad, bool(row["stopped"]))
-                    if result.stopped:
-                        raise result.stop_error()  # shards finished meanwhile stay written
-                    record_bad_lines(settings, bad)
-                    results.append(result)
-                    report(progress_line(len(results), len(todo), result))
-            except ray.exceptions.RayError as error:
-                raise worker_failure(error) from error
-    sort_bad_lines(settings)
+            with ray_session(address) as ray:
+                context = ray.data.DataContext.get_current()
+                context.enable_progress_bars = False  # one progress line per shard instead
+                if workers is None:
+                    resources = ray.cluster_resources()
+                    if gpus_per_worker > 0:
+                        workers = int(resources.get("GPU", 0) // gpus_per_worker)
+                    else:
+                        workers = int(resources.get("CPU", 1) // max(cpus_per_worker, 1e-9))
+                workers = max(1, min(workers, len(todo)))
+                report(f"{len(todo)} shard(s) to write with {workers} Ray worker(s) "
+                       f"({cpus_per_worker:g} CPU and {gpus_per_worker:g} GPU each)")
+                dataset = ray.data.from_items([asdict(shard) for shard in todo], override_num_blocks=len(todo))
+                annotated = dataset.map_batches(
+                    _RayShardAnnotator,
+                    fn_constructor_kwargs={"settings": asdict(settings), "n_shards": len(shards),
+                                           "use_gpu": gpus_per_worker > 0},
+                    batch_size=1,
+                    compute=ray.data.ActorPoolStrategy(size=workers),
+                    num_cpus=cpus_per_worker,
+                    num_gpus=gpus_per_worker,
+                )
+                try:
+                    for row in annotated.iter_rows():
+                        bad = [BadLine(**line) for line in json.loads(row["bad_lines"])]
+                        result = ShardResult(int(row["index"]), str(row["path"]), int(row["n_docs"]),
+                                             bool(row["resumed"]), bad, bool(row["stopped"]))
+                        if result.stopped:
+                            raise result.stop_error()  # shards finished meanwhile stay written
+                        record_bad_lines(settings, bad)
+                        results.append(result)
+                        report(progress_line(len(results), len(todo), result))
+                except ray.exceptions.RayError as error:
+                    raise worker_failure(error) from error
+        sort_bad_lines(settings)
     return _summarize(results + _resumed(shards, todo), len(shards), started)

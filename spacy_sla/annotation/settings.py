@@ -149,10 +149,11 @@ class ShardResult:
     n_docs: int = 0
     resumed: bool = False  # the shard was written by an earlier run
     bad_lines: List[BadLine] = field(default_factory=list)
-    stopped: bool = False  # on_error="stop" and a bad line: nothing was written
+    stopped: bool = False  # on_error="stop" and a bad line or document: nothing was written
 
     def stop_error(self) -> AnnotationError:
-        return AnnotationError(f"{self.bad_lines[0]}. Fix the line, or pass --on-error skip to skip bad lines.")
+        first = self.bad_lines[0]
+        return AnnotationError(Errors.E096.format(path=first.path, line=first.line, reason=first.reason))
 
 
 @dataclass

@@ -34,7 +34,7 @@ def annotate_cli(
     output_format: str = Opt("spacy", "--format", "-f", help="spacy (DocBin shards) or jsonl"),
     fields: str = Opt(",".join(DEFAULT_FIELDS), "--fields", help=f"JSONL fields, comma-separated: {', '.join(FIELDS)} (gates: doc._.sla_gates, also kept in .spacy shards)"),
     text_key: str = Opt("text", "--text-key", "-tk", help="The JSONL field with the text"),
-    on_error: str = Opt("stop", "--on-error", help="A bad input line (not UTF-8, not JSON, no text): stop the job, or skip it (listed in OUTPUT_DIR/bad-lines.txt)"),
+    on_error: str = Opt("stop", "--on-error", help="A bad input line (not UTF-8, not JSON, no text, longer than the pipeline's max_length, not storable in a shard): stop the job, or skip it (listed in OUTPUT_DIR/bad-lines.txt)"),
     batch_size: int = Opt(64, "--batch-size", "-b", help="Documents per nlp.pipe batch", min=1),
     shard_size: int = Opt(1000, "--shard-size", help="Input lines (or Docs) per output shard: the unit of work and of retries", min=1),
     gpu_id: int = Opt(-1, "--gpu-id", "-g", help="GPU for the single-process path, or -1"),

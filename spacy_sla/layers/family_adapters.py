@@ -7,16 +7,19 @@ check_transformer_config, from a config) tells before any model is built
 whether a model type, and its position embeddings, can be wrapped."""
 import math
 from abc import ABC, abstractmethod
-from typing import ClassVar, Dict, FrozenSet, Optional, Tuple, Type
+from typing import Callable, ClassVar, Dict, FrozenSet, Optional, Tuple, Type
 
 import torch
+import transformers
+from packaging.version import Version
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention
-from transformers.models.modernbert.modeling_modernbert import apply_rotary_pos_emb
 
 from ..errors import Errors
 from .syntax_aware_attention import SyntaxAwareAttention
+
+TRANSFORMERS_FLOOR = "4.38.0"  # setup.cfg's transformers>=
 
 
 class FamilyAdapter(SyntaxAwareAttention, ABC):
@@ -49,6 +52,10 @@ class FamilyAdapter(SyntaxAwareAttention, ABC):
     # the values of the config's (and the attention module's)
     # position_embedding_type the adapter computes as the model does
     position_embedding_types: ClassVar[FrozenSet[str]] = frozenset({"absolute"})
+    # the first transformers release whose modules of the family the adapter
+    # wraps as they are (setup.cfg's floor for most; later for families that
+    # transformers added or reshaped since)
+    minimum_transformers: ClassVar[str] = TRANSFORMERS_FLOOR
 
     @staticmethod
     @abstractmethod
@@ -343,6 +350,8 @@ class DebertaV2StyleSelfAttention(FamilyAdapter):
     gate come from them."""
 
     attribute = "self"
+    # its self-attention returns (context, probabilities) from 4.47 on
+    minimum_transformers = "4.47.0"
     # DeBERTa's own helpers read these attributes of the module they serve
     transpose_for_scores = DisentangledSelfAttention.transpose_for_scores
     disentangled_attention_bias = DisentangledSelfAttention.disentangled_attention_bias
@@ -422,6 +431,15 @@ class DebertaV2StyleSelfAttention(FamilyAdapter):
         return context, probs
 
 
+def modernbert_rotary() -> Callable[..., Tuple[torch.Tensor, torch.Tensor]]:
+    """ModernBERT's rotary embedding, imported when a ModernBERT layer is
+    wrapped: transformers ships ModernBERT from 4.48 on, and `import
+    spacy_sla` must work with every transformers version setup.cfg allows."""
+    from transformers.models.modernbert.modeling_modernbert import apply_rotary_pos_emb
+
+    return apply_rotary_pos_emb
+
+
 class ModernBertStyleAttention(FamilyAdapter):
     """Replaces the `attn` module of ModernBERT layers (eager or SDPA; the
     unpadded Flash Attention layout is refused), which also holds the
@@ -433,6 +451,7 @@ class ModernBertStyleAttention(FamilyAdapter):
     local mask shows."""
 
     attribute = "attn"
+    minimum_transformers = "4.48.0"  # the first with ModernBERT
 
     @staticmethod
     def layers(model: PreTrainedModel) -> nn.ModuleList:
@@ -457,6 +476,7 @@ class ModernBertStyleAttention(FamilyAdapter):
         self.Wo = original.Wo
         self.out_drop = original.out_drop
         self.local_attention = original.local_attention
+        self.apply_rotary = modernbert_rotary()
 
     def window_bias(self, length: int, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
         """(1, 1, n, n): 0 within the layer's sliding window, the type's
@@ -478,7 +498,7 @@ class ModernBertStyleAttention(FamilyAdapter):
         qkv = self.Wqkv(hidden_states).view(batch, length, 3, self.n_heads, self.head_size)
         cos, sin = self.rotary_emb(qkv, position_ids=position_ids)
         query, key, value = qkv.transpose(3, 1).unbind(dim=2)
-        query, key = apply_rotary_pos_emb(query, key, cos, sin)
+        query, key = self.apply_rotary(query, key, cos, sin)
         context, probs = self.attend(
             hidden_states,
             query,
@@ -513,17 +533,25 @@ def supported_model_types() -> str:
 def check_model_type(model_type: str, position_embedding_type: Optional[str] = None, name: str = "") -> Type[FamilyAdapter]:
     """The adapter of a model type, checked before any model is built or
     trained: SLA-E002, naming the supported model types, for a model type
-    without one; SLA-E009 for a position_embedding_type (as in the model's
+    without one; SLA-E099 where the installed transformers is older than
+    the adapter needs; SLA-E009 for a position_embedding_type (as in the model's
     config; None: the family's default) the adapter does not compute.
     `name`: the model as the error names it (default: the model type)."""
     family = ATTENTION_FAMILIES.get(model_type)
     if family is None:
         raise ValueError(Errors.E002.format(name=name or model_type, model_type=model_type, supported=supported_model_types()))
+    if Version(installed_transformers()) < Version(family.minimum_transformers):
+        raise ValueError(Errors.E099.format(name=name or model_type, model_type=model_type,
+                                            minimum=family.minimum_transformers, installed=installed_transformers()))
     if position_embedding_type is not None and position_embedding_type not in family.position_embedding_types:
         raise ValueError(
             Errors.E009.format(name=name or model_type, reason=unsupported_positions_reason(model_type, position_embedding_type))
         )
     return family
+
+
+def installed_transformers() -> str:
+    return transformers.__version__
 
 
 def unsupported_positions_reason(model_type: str, position_embedding_type: str) -> str:

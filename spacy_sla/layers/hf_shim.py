@@ -3,7 +3,7 @@ import pickle
 import traceback
 import warnings
 from io import BytesIO
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
 import srsly
@@ -19,12 +19,22 @@ from transformers import AutoTokenizer, PretrainedConfig
 from transformers.utils import is_sentencepiece_available
 
 from ..errors import Errors, TransformerLoadFixes, Warnings
-from .syntax_aware_transformer import SyntaxAwareTransformer
+from .saved_state import built_on_meta, check_saved_state
+from .saved_tokenizer import (
+    TRUST_REMOTE_CODE,
+    check_tokenizer_file_name,
+    code_requests,
+    loadable_tokenizer_files,
+    trusting_remote_code,
+    vocab_file_contents,
+)
+from .syntax_aware_transformer import SyntaxAwareTransformer, is_added_key
+
+__all__ = ["SLAShim", "check_tokenizer_file_name", "load_pretrained", "loading_tokenizer_settings"]
 
 # The only tokenizer setting spacy-transformers saves with a model; a saved
 # setting beyond it did not come from saving a pipeline, so it is dropped.
 SAVED_TOKENIZER_SETTINGS = ("use_fast",)
-TRUST_REMOTE_CODE = "trust_remote_code"
 
 
 class SyntaxAwareTransformerClass:
@@ -39,30 +49,13 @@ class SyntaxAwareTransformerClass:
         return SyntaxAwareTransformer.from_config(config, **self.options)
 
 
-def check_tokenizer_file_name(name: str) -> str:
-    """A name of a saved tokenizer file, refused ([SLA-E046]) unless it is a plain
-    file name: the files are written under their names into a temporary
-    folder when a pipeline loads, so a name with a folder part (an absolute
-    path, `../`, a drive) would write outside it."""
-    plain = (
-        isinstance(name, str)
-        and name not in ("", ".", "..")
-        and "\x00" not in name
-        and PurePosixPath(name).name == name
-        and PureWindowsPath(name).name == name
-    )
-    if not plain:
-        raise ValueError(Errors.E046.format(name=repr(name)))
-    return name
-
-
-def loading_tokenizer_settings(saved: Mapping[str, Any], configured: Mapping[str, Any]) -> Dict[str, Any]:
+def loading_tokenizer_settings(saved: Mapping[str, Any], trust_remote_code: bool) -> Dict[str, Any]:
     """The tokenizer settings a saved model is loaded with: of the saved
     ones, only those spacy-transformers saves itself; `trust_remote_code`
-    only from the config the pipeline is loaded with, never from the saved
-    model, so that a model's own bytes cannot ask to run the code it ships."""
+    as the loader decided it (saved_tokenizer.trusting_remote_code), never
+    from the saved model."""
     settings = {key: saved[key] for key in SAVED_TOKENIZER_SETTINGS if key in saved}
-    settings[TRUST_REMOTE_CODE] = configured.get(TRUST_REMOTE_CODE) is True
+    settings[TRUST_REMOTE_CODE] = trust_remote_code
     return settings
 
 
@@ -73,13 +66,14 @@ class SLAShim(HFShim):
     SyntaxAwareTransformer's state dict (encoder and gates) with the
     encoder's config and tokenizer files. Loading (from_bytes) is our own,
     because the bytes come from a pipeline directory that may not be the
-    user's: the weights are read with `weights_only=True` (tensors only, no
-    pickled objects, whatever torch's default), tokenizer files are written
-    only under plain file names inside a temporary folder, and code shipped
-    with the model runs only if the loading config sets
-    `tokenizer_config = {"trust_remote_code": true}`. The rebuilt
-    SyntaxAwareTransformer's load_state_dict refuses to drop or ignore SLA
-    weights, also on the non-strict fallback.
+    user's (docs/trust.md): the tokenizer files are checked and written
+    into a temporary folder, and the tokenizer reads only them
+    (saved_tokenizer.py); code shipped with the model runs only with the
+    loading user's consent (SPACY_SLA_TRUST_REMOTE_CODE=1); the weights are
+    read with `weights_only=True` (tensors only, no pickled objects,
+    whatever torch's default) and checked against the model the saved
+    config builds on the meta device before it is built for real
+    (saved_state.py).
 
     Prediction leaves the module in eval mode (see predict), so that threads
     sharing one pipeline can predict at the same time.
@@ -118,58 +112,68 @@ class SLAShim(HFShim):
                 None, None, None, msg["_init_tokenizer_config"], msg["_init_transformer_config"]
             )
             return self
-        tokenizer_files = dict(msg["tokenizer"])
-        saved_settings = tokenizer_files.pop("kwargs", {}) or {}
-        for name in tokenizer_files:
-            check_tokenizer_file_name(name)
-        settings = loading_tokenizer_settings(saved_settings, self._hfmodel._init_tokenizer_config or {})
-        trust_remote_code = settings[TRUST_REMOTE_CODE]
-        if trust_remote_code:
-            warnings.warn(Warnings.W005)
+        saved_files = dict(msg["tokenizer"])
+        saved_settings = saved_files.pop("kwargs", {}) or {}
+        configured = self._hfmodel._init_tokenizer_config or {}
         with make_tempdir() as temp_dir:
-            config_file = temp_dir / "config.json"
+            folder = temp_dir.absolute()
+            tokenizer_files = loadable_tokenizer_files(saved_files, folder)
+            trust_remote_code = trusting_remote_code(code_requests(configured, config_dict, tokenizer_files))
+            if trust_remote_code:
+                warnings.warn(Warnings.W005)
+            config_file = folder / "config.json"
             srsly.write_json(config_file, config_dict)
-            for name, contents in tokenizer_files.items():
-                (temp_dir / name).write_bytes(contents)
             try:
                 config = self.config_cls.from_pretrained(config_file, trust_remote_code=trust_remote_code)
-                tokenizer = self.tokenizer_cls.from_pretrained(str(temp_dir.absolute()), **settings)
+            except ValueError as error:
+                raise _remote_code_error(error, trust_remote_code) from None
+            state = _saved_state(msg["state"])
+
+            def build() -> SyntaxAwareTransformer:
+                return self.model_cls.from_config(config)
+
+            loadable_state = check_saved_state(built_on_meta(build), state, is_added_key)
+            for name, contents in tokenizer_files.files.items():
+                (folder / name).write_bytes(contents)
+            settings = loading_tokenizer_settings(saved_settings, trust_remote_code)
+            try:
+                tokenizer = self.tokenizer_cls.from_pretrained(str(folder), **settings)
             except (ImportError, ValueError) as error:
                 if is_missing_library(error):
                     name = config_dict.get("_name_or_path") or "saved with the pipeline"
                     raise OSError(Errors.E005.format(name=name, reason=missing_library_reason(error),
                                                      fix=TransformerLoadFixes.LIBRARY)) from error
-                if isinstance(error, ImportError) or trust_remote_code or "trust_remote_code" not in str(error):
+                if isinstance(error, ImportError):
                     raise
-                raise ValueError(Errors.E047.format(reason=first_line(error))) from None
-            vocab_file_contents = _vocab_file_contents(tokenizer, temp_dir)
-        transformer = self.model_cls.from_config(config)
-        self._hfmodel = HFObjects(tokenizer, transformer, vocab_file_contents, SimpleFrozenDict(), SimpleFrozenDict())
-        self._model = transformer
+                raise _remote_code_error(error, trust_remote_code) from None
+            tokenizer_files.restore_saved_values(tokenizer)
+            vocab_contents = vocab_file_contents(tokenizer, folder)
+        transformer = build()
+        # The state fits the model (check_saved_state); SLA weights are still
+        # checked strictly by SyntaxAwareTransformer.load_state_dict.
+        transformer.load_state_dict(loadable_state, strict=False)
         device = get_torch_default_device()
-        try:
-            state = torch.load(BytesIO(msg["state"]), map_location=device, weights_only=True)
-        except pickle.UnpicklingError as error:
-            raise ValueError(Errors.E048.format(reason=str(error).splitlines()[0])) from None
-        try:
-            self._model.load_state_dict(state)
-        except RuntimeError:
-            # spacy-transformers' fallback for states saved by other
-            # transformers versions (renamed buffers); SLA weights are
-            # still checked strictly by SyntaxAwareTransformer.
-            warnings.warn(
-                "Error loading saved torch state_dict with strict=True, likely due to differences between "
-                "'transformers' versions. Attempting to load with strict=False as a fallback..."
-            )
-            self._model.load_state_dict(state, strict=False)
-        self._model.to(device)
+        transformer.to(device)
+        self._hfmodel = HFObjects(tokenizer, transformer, vocab_contents, SimpleFrozenDict(), SimpleFrozenDict())
+        self._model = transformer
         return self
 
 
-def _vocab_file_contents(tokenizer: Any, folder: Path) -> Optional[bytes]:
-    if not hasattr(tokenizer, "vocab_file"):
-        return None
-    return (folder / tokenizer.vocab_files_names["vocab_file"]).read_bytes()
+def _saved_state(data: bytes) -> Any:
+    """The saved weights, read onto the CPU with `weights_only=True`: tensors
+    only, whatever torch's default; a pickled object is [SLA-E048]."""
+    try:
+        return torch.load(BytesIO(data), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise ValueError(Errors.E048.format(reason=str(error).splitlines()[0])) from None
+
+
+def _remote_code_error(error: ValueError, trust_remote_code: bool) -> ValueError:
+    """transformers' refusal of code it found without trust_remote_code as
+    [SLA-E047]; any other ValueError as it is."""
+    if trust_remote_code or TRUST_REMOTE_CODE not in str(error):
+        return error
+    return ValueError(Errors.E047.format(reason=first_line(error)))
 
 
 def _is_local_path(name: str) -> bool:

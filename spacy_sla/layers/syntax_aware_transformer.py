@@ -35,7 +35,7 @@ def resolve_layers(sla_layers: Optional[Sequence[int]], n_layers: int) -> List[i
     return sorted(resolved)
 
 
-def _is_added_key(key: str) -> bool:
+def is_added_key(key: str) -> bool:
     return ".gate." in key or ".local_bias." in key or key.startswith("guided_layer.")
 
 
@@ -140,7 +140,7 @@ class SyntaxAwareTransformer(nn.Module):
     def sla_parameter_names(self) -> List[str]:
         """The parameters the wrapping added to the encoder (gates, local
         biases, the syntax-guided layer)."""
-        return [name for name, _ in self.named_parameters() if _is_added_key(name)]
+        return [name for name, _ in self.named_parameters() if is_added_key(name)]
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Load weights; a state that lacks SLA weights of this model, or holds
@@ -150,7 +150,7 @@ class SyntaxAwareTransformer(nn.Module):
         result = super().load_state_dict(state_dict, strict=False, assign=assign)
         sla_names = set(self.sla_parameter_names())
         missing = [k for k in result.missing_keys if k in sla_names]
-        unexpected = [k for k in result.unexpected_keys if _is_added_key(k)]
+        unexpected = [k for k in result.unexpected_keys if is_added_key(k)]
         if missing or unexpected:
             raise ValueError(
                 Errors.E006.format(

@@ -194,6 +194,94 @@ def test_the_cli_reports_bad_lines_and_refuses_unknown_fields(rule_pipeline, tmp
     assert "Unknown field(s) lemmas" in result.output
 
 
+# Documents that the pipeline cannot take or a shard cannot hold ------------------------------------
+
+LONG_TEXT = "word " * 200_001  # 1,000,005 characters, beyond spaCy's default max_length of 1,000,000
+UNFIT = {
+    2: b'{"id": 1, "text": "a lone \\ud800 surrogate"}',  # valid JSON, whose string UTF-8 cannot encode
+    4: json.dumps({"id": 3, "text": TEXTS[3], "count": 2**70}).encode(),  # msgpack (.spacy) stores 64 bits
+    6: json.dumps({"id": 5, "text": LONG_TEXT}).encode(),
+    8: b'{"id": 7, "text": "fine", "note": "\\udfff"}',
+}
+
+
+def unfit_input(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "input.jsonl", 10, UNFIT)
+
+
+@pytest.mark.parametrize("output_format,bad_numbers", [("spacy", [2, 4, 6, 8]), ("jsonl", [2, 6, 8])])
+def test_documents_that_cannot_be_annotated_or_written_are_bad_lines(rule_pipeline, tmp_path, output_format,
+                                                                    bad_numbers):
+    path = unfit_input(tmp_path)
+    output = tmp_path / "out"
+    lines: List[str] = []
+    summary = annotate(settings(rule_pipeline, path, output, output_format=output_format, shard_size=3,
+                                on_error="skip"), report=lines.append)
+    assert [line.line for line in summary.bad_lines] == bad_numbers
+    reasons = {line.line: line.reason for line in summary.bad_lines}
+    assert reasons[2] == ("the text holds '\\ud800' at column 8, a lone surrogate that UTF-8 cannot encode (JSON's "
+                          "\\ud800-\\udfff escapes without their pair)")
+    assert reasons[6].startswith("a text of 1,000,005 characters, more than the pipeline's max_length of 1,000,000")
+    assert reasons[8] == "its field \"note\" holds '\\udfff', a lone surrogate that UTF-8 cannot encode"
+    if output_format == "spacy":
+        assert reasons[4] == ("its field \"count\" holds an integer beyond 64 bits, which a .spacy shard cannot "
+                              "store (--format jsonl can)")
+    assert (summary.n_shards, summary.n_docs) == (4, 10 - len(bad_numbers))
+    assert len(lines) == 4  # every shard written, those after a bad document too
+    if output_format == "spacy":
+        nlp = spacy.blank("en")
+        docs = [doc for shard in sorted(output.glob("shard-*.spacy")) for doc in DocBin().from_disk(shard).get_docs(nlp.vocab)]
+        ids = [doc.user_data["input_fields"]["id"] for doc in docs]
+    else:
+        ids = [record["id"] for records in read_jsonl_shards(output).values() for record in records]
+    assert ids == [number - 1 for number in range(1, 11) if number not in bad_numbers]
+    listed = (output / "bad-lines.txt").read_text(encoding="utf8").splitlines()
+    assert [int(line[len(str(path)) + 1:].split(":")[0]) for line in listed] == bad_numbers
+
+
+def test_with_on_error_stop_a_document_that_cannot_be_written_stops_the_job_naming_its_line(rule_pipeline, tmp_path):
+    path = write_jsonl(tmp_path / "input.jsonl", 9, {5: UNFIT[4]})
+    output = tmp_path / "out"
+    with pytest.raises(AnnotationError, match=rf"\[SLA-E096\] {path}:5: its field \"count\" holds an integer beyond "
+                                              r"64 bits.*Nothing was written for its shard; the shards written before "
+                                              r"are kept.*--on-error skip"):
+        annotate(settings(rule_pipeline, path, output, shard_size=3), report=lambda _: None)
+    assert sorted(shard.name for shard in output.glob("shard-*")) == ["shard-00000.spacy"]
+    # the job resumes from there once the line is fixed or skipped
+    summary = annotate(settings(rule_pipeline, path, output, shard_size=3, on_error="skip"), report=lambda _: None)
+    assert (summary.n_docs, summary.n_resumed, [line.line for line in summary.bad_lines]) == (5, 1, [5])
+
+
+@pytest.fixture
+def live_process():
+    process = subprocess.Popen(["sleep", "600"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_an_output_dir_held_by_a_running_annotation_is_refused_untouched(rule_pipeline, tmp_path, live_process):
+    import socket
+
+    from spacy_sla.annotation.output import LOCK_FILE
+
+    path = write_jsonl(tmp_path / "input.jsonl", 4)
+    output = tmp_path / "out"
+    output.mkdir()
+    lock = output / LOCK_FILE
+    lock.write_text(json.dumps({"pid": live_process.pid, "host": socket.gethostname()}), encoding="utf8")
+    result = runner.invoke(app, ["sla", "annotate", str(rule_pipeline), str(path), str(output),
+                                 "--fields", "entities", "--format", "jsonl"])
+    assert result.exit_code == 1
+    said = " ".join(result.output.split())
+    assert f"[SLA-E097] {output} is in use by another `spacy sla annotate` (pid {live_process.pid}" in said
+    assert sorted(entry.name for entry in output.iterdir()) == [LOCK_FILE]
+    live_process.kill()
+    live_process.wait()
+    summary = annotate(settings(rule_pipeline, path, output), report=lambda _: None)  # a lock of a gone process
+    assert summary.n_docs == 4 and not lock.exists()
+
+
 # On Ray -----------------------------------------------------------------------------------------
 
 

@@ -290,6 +290,26 @@ def test_check_model_type_names_the_supported_types_from_the_table(monkeypatch):
         check_model_type("gpt2")
 
 
+@pytest.mark.parametrize("installed,model_type,refused", [
+    ("4.38.0", "bert", False), ("4.38.0", "albert", False), ("4.38.0", "mpnet", False),
+    ("4.46.3", "deberta-v2", True), ("4.47.0", "deberta-v2", False),
+    ("4.47.1", "modernbert", True), ("4.48.0", "modernbert", False),
+])
+def test_a_family_newer_than_the_installed_transformers_is_refused_by_name(monkeypatch, installed, model_type,
+                                                                            refused):
+    from spacy_sla.layers import family_adapters
+
+    monkeypatch.setattr(family_adapters, "installed_transformers", lambda: installed)
+    if not refused:
+        assert check_model_type(model_type) is ATTENTION_FAMILIES[model_type]
+        return
+    minimum = ATTENTION_FAMILIES[model_type].minimum_transformers
+    with pytest.raises(ValueError, match=rf"\[SLA-E099\] The transformer 'm' has model type '{model_type}', which the SLA "
+                                         rf"transformer wraps with transformers {minimum} or later; transformers "
+                                         rf"{installed} is installed"):
+        check_model_type(model_type, name="m")
+
+
 @pytest.mark.parametrize(
     "model_type,position_embedding_type,supported",
     [

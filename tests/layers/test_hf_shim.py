@@ -3,6 +3,8 @@ transformer's saved model may be tampered with, and loading must neither
 write outside its temporary folder nor run code shipped with it."""
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Callable, Dict
 
@@ -13,6 +15,7 @@ import torch
 
 from spacy_sla.layers.hf_shim import check_tokenizer_file_name, loading_tokenizer_settings
 
+from .file_reads import opened_files
 from util import sla_nlp, the_cat_sat, trf_output
 
 MODEL_FILE = Path("sla_transformer") / "model"
@@ -83,7 +86,53 @@ def ask_for_shipped_tokenizer(shim: Dict[str, Any], marker: Path, saved_trust: b
         tokenizer["kwargs"] = {**tokenizer.get("kwargs", {}), "trust_remote_code": True}
 
 
-def test_saved_trust_remote_code_never_runs_shipped_code(saved_pipeline, tmp_path):
+def test_saved_trust_remote_code_never_runs_shipped_code(saved_pipeline, tmp_path, monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    marker = tmp_path / "code-ran"
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", lambda shim: ask_for_shipped_tokenizer(shim, marker))
+    with pytest.raises(ValueError, match=r"\[SLA-E047\].*auto_map.*SPACY_SLA_TRUST_REMOTE_CODE=1"):
+        spacy.load(tampered)
+    assert not marker.exists()
+
+
+def trusting_config(pipeline: Path) -> Path:
+    """The pipeline's config.cfg with `trust_remote_code = true` in the
+    transformer's tokenizer_config, as a directory that asks for it has."""
+    config = spacy.util.load_config(pipeline / "config.cfg", interpolate=False)
+    config["components"]["sla_transformer"]["model"]["tokenizer_config"]["trust_remote_code"] = True
+    config.to_disk(pipeline / "config.cfg", interpolate=False)
+    return pipeline
+
+
+@pytest.mark.parametrize("override", [
+    None,
+    # the recipe that older docs gave for refusing code: spaCy merges it into the saved setting
+    {"components.sla_transformer.model.tokenizer_config": {"use_fast": True}},
+    # a load-time setting is no consent either: the saved config could hold the same
+    {"components.sla_transformer.model.tokenizer_config": {"use_fast": True, "trust_remote_code": True}},
+])
+def test_a_config_that_asks_for_shipped_code_does_not_run_it_without_consent(saved_pipeline, tmp_path, override,
+                                                                             monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    marker = tmp_path / "code-ran"
+    tampered = trusting_config(tampered_copy(saved_pipeline, tmp_path / "tampered",
+                                             lambda shim: ask_for_shipped_tokenizer(shim, marker, saved_trust=False)))
+    with pytest.raises(ValueError, match=r"\[SLA-E047\].*config\.cfg sets trust_remote_code.*"
+                                         r"SPACY_SLA_TRUST_REMOTE_CODE=1"):
+        spacy.load(tampered, config=override or {})
+    assert not marker.exists()
+
+
+def test_a_config_that_asks_for_code_is_refused_even_where_the_files_ship_none(saved_pipeline, tmp_path, monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    tampered = trusting_config(tampered_copy(saved_pipeline, tmp_path / "tampered", lambda shim: None))
+    with pytest.raises(ValueError, match=r"\[SLA-E047\]"):
+        spacy.load(tampered)
+
+
+@pytest.mark.parametrize("consent", ["0", "", "no"])
+def test_only_a_consenting_value_of_the_variable_runs_shipped_code(saved_pipeline, tmp_path, consent, monkeypatch):
+    monkeypatch.setenv("SPACY_SLA_TRUST_REMOTE_CODE", consent)
     marker = tmp_path / "code-ran"
     tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", lambda shim: ask_for_shipped_tokenizer(shim, marker))
     with pytest.raises(ValueError, match=r"\[SLA-E047\]"):
@@ -91,19 +140,223 @@ def test_saved_trust_remote_code_never_runs_shipped_code(saved_pipeline, tmp_pat
     assert not marker.exists()
 
 
-def test_trust_remote_code_in_the_loading_config_runs_it_with_a_warning(saved_pipeline, tmp_path):
-    """The same directory runs the shipped code when the user's own config
-    asks for it: the refusal above is the loader's doing, not a broken
-    tokenizer."""
+def test_the_loading_users_consent_runs_shipped_code_with_a_warning(saved_pipeline, tmp_path, monkeypatch):
+    """The same directory runs the shipped code when the loading process's
+    environment consents: the refusals above are the loader's doing, not a
+    broken tokenizer."""
     marker = tmp_path / "code-ran"
-    tampered = tampered_copy(
-        saved_pipeline, tmp_path / "tampered", lambda shim: ask_for_shipped_tokenizer(shim, marker, saved_trust=False)
-    )
-    trusted = {"use_fast": True, "trust_remote_code": True}
+    tampered = trusting_config(tampered_copy(saved_pipeline, tmp_path / "tampered",
+                                             lambda shim: ask_for_shipped_tokenizer(shim, marker, saved_trust=False)))
+    monkeypatch.setenv("SPACY_SLA_TRUST_REMOTE_CODE", "1")
     with pytest.warns(UserWarning, match=r"\[SLA-W005\]"):
-        nlp = spacy.load(tampered, config={"components.sla_transformer.model.tokenizer_config": trusted})
+        nlp = spacy.load(tampered)
     assert marker.exists()
+    assert type(nlp.get_pipe("sla_transformer").model.tokenizer).__name__ == "ShippedTokenizer"
     assert len(trf_output(nlp(the_cat_sat(nlp.vocab)))) > 0
+
+
+# --- what a saved tokenizer may read ---------------------------------------------
+
+SECRET = "HF_TOKEN=hf_not_for_the_vocabulary"
+
+
+def without_tokenizer_json(shim: Dict[str, Any]) -> Dict[str, Any]:
+    """The shim's tokenizer files without tokenizer.json, so that the fast
+    tokenizer is made from the slow one's vocabulary file."""
+    shim["tokenizer"].pop("tokenizer.json", None)
+    return shim["tokenizer"]
+
+
+def set_setting(tokenizer: Dict[str, Any], file_name: str, key: str, value: Any) -> None:
+    settings = json.loads(tokenizer.get(file_name, b"{}"))
+    settings[key] = value
+    tokenizer[file_name] = json.dumps(settings).encode("utf8")
+
+
+def test_transformers_itself_would_read_a_vocabulary_path_from_the_tokenizer_settings(saved_pipeline, tmp_path):
+    """What the loader guards against: the tampered files below, loaded by
+    transformers as they are, make any readable file the vocabulary."""
+    from transformers import AutoTokenizer
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET + "\n", encoding="utf8")
+    shim = {"tokenizer": dict(_saved_shim(saved_pipeline)["tokenizer"])}
+    tokenizer_files = without_tokenizer_json(shim)
+    set_setting(tokenizer_files, "tokenizer_config.json", "vocab_file", str(secret))
+    folder = tmp_path / "as-saved"
+    folder.mkdir()
+    for name, contents in tokenizer_files.items():
+        if name != "kwargs":
+            (folder / name).write_bytes(contents)
+    (folder / "config.json").write_text(json.dumps(_saved_shim(saved_pipeline)["config"]), encoding="utf8")
+    assert SECRET in AutoTokenizer.from_pretrained(str(folder)).get_vocab()
+
+
+def _saved_shim(saved: Path) -> Dict[str, Any]:
+    model = srsly.msgpack_loads((saved / MODEL_FILE).read_bytes())
+    (node_shims,) = [shims for shims in model["shims"] if shims]
+    return srsly.msgpack_loads(node_shims[0])
+
+
+@pytest.mark.parametrize("file_name,key,value", [
+    ("tokenizer_config.json", "vocab_file", "SECRET"),
+    ("special_tokens_map.json", "vocab_file", "SECRET"),
+    ("tokenizer_config.json", "init_inputs", ["SECRET"]),
+    ("tokenizer_config.json", "vocab_file", "secret.txt"),  # a bare name: opened in the working directory
+    ("tokenizer_config.json", "sp_model_kwargs", {"model_file": "SECRET"}),
+    ("tokenizer_config.json", "tokenizer_file", "SECRET"),
+])
+def test_a_path_setting_outside_the_saved_files_is_refused_unread(saved_pipeline, tmp_path, monkeypatch,
+                                                                  file_name, key, value):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET + "\n", encoding="utf8")
+    monkeypatch.chdir(tmp_path)
+    value = json.loads(json.dumps(value).replace("SECRET", str(secret)))
+
+    def point_at_secret(shim):
+        set_setting(without_tokenizer_json(shim), file_name, key, value)
+
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", point_at_secret)
+    with opened_files() as opened:
+        with pytest.raises(ValueError, match=rf"\[SLA-E089\] The saved tokenizer file {file_name} .*sets `{key}"):
+            spacy.load(tampered)
+    assert str(secret) not in opened
+    assert opened  # the recording works: the pipeline's own files were opened
+
+
+def test_a_path_setting_naming_a_saved_file_reads_that_file(saved_pipeline, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vocab.txt").write_text(SECRET + "\n", encoding="utf8")  # a namesake in the working directory
+
+    def name_the_saved_vocabulary(shim):
+        set_setting(without_tokenizer_json(shim), "tokenizer_config.json", "vocab_file", "vocab.txt")
+
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", name_the_saved_vocabulary)
+    with opened_files() as opened:
+        nlp = spacy.load(tampered)
+    assert str(tmp_path / "vocab.txt") not in opened
+    vocabulary = nlp.get_pipe("sla_transformer").model.tokenizer.get_vocab()
+    assert SECRET not in vocabulary and "cat" in vocabulary
+
+
+def test_a_path_setting_is_saved_again_as_it_was_loaded(saved_pipeline, tmp_path):
+    def name_the_fast_tokenizer_file(shim):
+        set_setting(shim["tokenizer"], "tokenizer_config.json", "fast_tokenizer_files", ["tokenizer.json"])
+
+    nlp = spacy.load(tampered_copy(saved_pipeline, tmp_path / "tampered", name_the_fast_tokenizer_file))
+    assert nlp.get_pipe("sla_transformer").model.tokenizer.init_kwargs["fast_tokenizer_files"] == ["tokenizer.json"]
+    nlp.to_disk(tmp_path / "again")
+    again = spacy.load(tmp_path / "again")
+    assert len(trf_output(again(the_cat_sat(again.vocab)))) > 0
+
+
+def test_a_tokenizer_file_name_longer_than_a_file_system_takes_is_refused(saved_pipeline, tmp_path):
+    def add_long_name(shim):
+        shim["tokenizer"]["v" * 300 + ".txt"] = b"x"
+
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", add_long_name)
+    with pytest.raises(ValueError, match=r"\[SLA-E090\].*\(304 bytes\)"):
+        spacy.load(tampered)
+
+
+# --- saved weights that do not fit the saved config ------------------------------
+
+def change_state(change: Callable[[Dict[str, torch.Tensor]], Any]) -> Callable[[Dict[str, Any]], None]:
+    """A tampering of the shim's saved weights: `change` edits the state
+    dict in place, or returns what is saved instead."""
+
+    def tamper(shim):
+        state = torch.load(io.BytesIO(shim["state"]), weights_only=True)
+        replaced = change(state)
+        buffer = io.BytesIO()
+        torch.save(state if replaced is None else replaced, buffer)
+        shim["state"] = buffer.getvalue()
+
+    return tamper
+
+
+WORD_EMBEDDINGS = "transformer.embeddings.word_embeddings.weight"
+
+
+def gates_only(state):
+    return {key: value for key, value in state.items() if ".gate." in key}
+
+
+def wrong_shape(state):
+    state[WORD_EMBEDDINGS] = state[WORD_EMBEDDINGS][:, :8]
+
+
+def integers(state):
+    state[WORD_EMBEDDINGS] = state[WORD_EMBEDDINGS].long()
+
+
+def not_a_number(state):
+    state[WORD_EMBEDDINGS][3, 5] = float("nan")
+
+
+def foreign_weight(state):
+    state["transformer.pooler.extra.weight"] = torch.zeros(2, 2)
+
+
+@pytest.mark.parametrize("change,message", [
+    (gates_only, r"\[SLA-E092\].*\(bert\): [1-9][0-9]* weight\(s\) of the encoder are missing .*"
+                 r"transformer\.embeddings\.word_embeddings\.weight"),
+    (foreign_weight, r"\[SLA-E092\].*0 weight\(s\) of the encoder are missing.*1 weight\(s\) in them are not "
+                     r"the encoder's \(transformer\.pooler\.extra\.weight\)"),
+    (wrong_shape, r"\[SLA-E093\].*word_embeddings\.weight is float32 of shape \([0-9]+, 8\), where the encoder "
+                  r"its config builds has float32 of shape \([0-9]+, 32\)"),
+    (integers, r"\[SLA-E093\].*word_embeddings\.weight is int64 of shape"),
+    (not_a_number, r"\[SLA-E094\].*word_embeddings\.weight holds 1 value"),
+    (lambda state: list(state.values()), r"\[SLA-E091\].*weights are a list"),
+    (lambda state: {**state, "step": 3}, r"\[SLA-E091\].*1 entr\(y/ies\) that are not named tensors \('step'\)"),
+])
+def test_saved_weights_that_do_not_fit_the_config_are_refused(saved_pipeline, tmp_path, change, message):
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", change_state(change))
+    with pytest.raises(ValueError, match=message):
+        spacy.load(tampered)
+
+
+def test_saved_weights_in_another_float_type_still_load(saved_pipeline, tmp_path):
+    def half(state):
+        return {key: value.half() for key, value in state.items()}
+
+    nlp = spacy.load(tampered_copy(saved_pipeline, tmp_path / "tampered", change_state(half)))
+    weight = nlp.get_pipe("sla_transformer").model.transformer.transformer.embeddings.word_embeddings.weight
+    assert weight.dtype == torch.float32
+    assert len(trf_output(nlp(the_cat_sat(nlp.vocab)))) > 0
+
+
+LOAD_MEASURING_MEMORY = """
+import resource, sys
+import spacy, spacy_sla
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    spacy.load(sys.argv[1])
+except ValueError as error:
+    print(str(error).splitlines()[0])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((after - before) // 1024)  # ru_maxrss is in KiB on Linux
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss counts KiB on Linux")
+def test_a_huge_config_with_an_empty_state_is_refused_before_allocating(saved_pipeline, tmp_path):
+    """intermediate_size = 2,000,000 makes this tiny BERT's feed-forward
+    layers 1 GB (a MiniLM's, 37 GB): refused from the meta-device model,
+    the process's peak memory does not grow by a tenth of that."""
+    def huge_and_empty(shim):
+        shim["config"]["intermediate_size"] = 2_000_000
+        buffer = io.BytesIO()
+        torch.save({}, buffer)
+        shim["state"] = buffer.getvalue()
+
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", huge_and_empty)
+    result = subprocess.run([sys.executable, "-c", LOAD_MEASURING_MEMORY, str(tampered)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    message, grown_mib = result.stdout.strip().splitlines()
+    assert message.startswith("[SLA-E092]") and "missing" in message
+    assert int(grown_mib) < 100
 
 
 class _RunsOnUnpickling:
@@ -139,11 +392,11 @@ def test_saved_tokenizer_settings_beyond_use_fast_are_dropped(saved_pipeline, tm
     nlp = spacy.load(tampered_copy(saved_pipeline, tmp_path / "tampered", add_settings))
     assert len(trf_output(nlp(the_cat_sat(nlp.vocab)))) > 0
     assert not cache.exists()
-    assert loading_tokenizer_settings({"use_fast": False, "cache_dir": "x", "trust_remote_code": True}, {}) == {
+    assert loading_tokenizer_settings({"use_fast": False, "cache_dir": "x", "trust_remote_code": True}, False) == {
         "use_fast": False,
         "trust_remote_code": False,
     }
-    assert loading_tokenizer_settings({}, {"trust_remote_code": True}) == {"trust_remote_code": True}
+    assert loading_tokenizer_settings({}, True) == {"trust_remote_code": True}
 
 
 def test_a_model_folder_of_the_old_layout_is_refused(saved_pipeline, tmp_path):

@@ -105,21 +105,25 @@ def rewrite_saved_state(shim_bytes: bytes, change) -> bytes:
     return srsly.msgpack_dumps(message)
 
 
-def test_the_non_strict_fallback_of_spacy_transformers_never_drops_gates(tiny_bert):
+def test_loading_never_drops_gates_and_leaves_out_only_buffers_kept_unsaved(tiny_bert):
     nlp = trained_sla_nlp(tiny_bert)
     shim = nlp.get_pipe("sla_transformer").model.layers[0].shims[0]
     gate_key = "transformer.encoder.layer.0.attention.self.gate.weight"
     without_gate = rewrite_saved_state(shim.to_bytes(), lambda state: state.pop(gate_key))
     with pytest.raises(ValueError, match=r"\[SLA-E006\]"):
         shim.from_bytes(without_gate)
-    # a harmless extra key takes spacy-transformers' non-strict path; the
-    # gates must still be loaded
+    # position ids, which older transformers versions saved and newer ones
+    # keep unsaved, are left out; the gates are still loaded
     before = gates(nlp)
-    extra = rewrite_saved_state(shim.to_bytes(), lambda state: state.update({"transformer.legacy_buffer": torch.zeros(1)}))
-    with pytest.warns(UserWarning, match="strict=False"):
-        shim.from_bytes(extra)
+    position_ids = "transformer.embeddings.position_ids"
+    assert position_ids not in shim._model.state_dict() and position_ids in dict(shim._model.named_buffers())
+    older = rewrite_saved_state(shim.to_bytes(), lambda state: state.update({position_ids: torch.arange(64)[None]}))
+    shim.from_bytes(older)
     assert isinstance(shim._model, SyntaxAwareTransformer)
     assert all(torch.equal(a, b) for a, b in zip(before, gates(nlp)))
+    foreign = rewrite_saved_state(shim.to_bytes(), lambda state: state.update({"transformer.legacy": torch.zeros(1)}))
+    with pytest.raises(ValueError, match=r"\[SLA-E092\].*\(transformer\.legacy\)"):
+        shim.from_bytes(foreign)
 
 
 def test_model_copy_keeps_sla_with_its_own_weights(tiny_bert):

@@ -1,0 +1,120 @@
+"""The saved weights of an SLA transformer checked against the model that
+its saved config builds, before that model takes any memory.
+
+The model is first built on torch's meta device (shapes and dtypes, no
+storage), so a config that asks for a huge encoder costs nothing until its
+weights are known to fit: every parameter must be in the saved state with
+its shape and a floating-point dtype, every saved weight must be the
+model's, and every value must be finite. Only then is the model built for
+real, and it then takes no more memory than the saved weights, apart from
+the buffers it makes itself (position ids, rotary frequencies), which are
+bounded too."""
+from typing import Any, Callable, Dict, List, Mapping, Sequence
+
+import torch
+from torch import nn
+
+from ..errors import Errors
+
+MIB = 2**20
+# What a model may make beside its saved weights (buffers computed from its
+# config): the larger of this and the saved weights' size.
+UNSAVED_BUFFER_BYTES = 64 * MIB
+SHOWN_NAMES = 5
+
+
+def built_on_meta(build: Callable[[], nn.Module]) -> nn.Module:
+    """The module `build` makes, with every tensor on the meta device."""
+    with torch.device("meta"):
+        return build()
+
+
+def check_saved_state(model: nn.Module, state: Any, is_added: Callable[[str], bool]) -> Dict[str, torch.Tensor]:
+    """The saved weights that `model` (built on the meta device) loads:
+    those named by its state dict, after checking that they fit it.
+    `is_added(name)` tells the SLA weights (gates, ...), whose mismatch is
+    [SLA-E006]. Refused: a state that is not a mapping of names to tensors
+    ([SLA-E091]); missing or foreign encoder weights ([SLA-E092]; a saved
+    buffer that the model keeps unsaved, as newer transformers versions do
+    with position ids, is left out); a shape or a dtype kind that differs
+    ([SLA-E093]); NaN or infinite values ([SLA-E094]); and buffers the
+    model would make beyond the bound ([SLA-E095])."""
+    if not isinstance(state, Mapping):
+        raise ValueError(Errors.E091.format(reason=f"a {type(state).__name__}"))
+    not_tensors = [repr(key) for key, value in state.items()
+                   if not isinstance(key, str) or not isinstance(value, torch.Tensor)]
+    if not_tensors:
+        raise ValueError(Errors.E091.format(reason=f"a mapping with {len(not_tensors)} entr(y/ies) that are not "
+                                                   f"named tensors ({_shown(not_tensors)})"))
+    expected = model.state_dict(keep_vars=True)
+    parameters = {name for name, _ in model.named_parameters(remove_duplicate=False)}
+    buffers = {name for name, _ in model.named_buffers(remove_duplicate=False)}
+    _check_names(model, state, expected, parameters, buffers, is_added)
+    for key, value in state.items():
+        if key in expected and not _same_kind(value, expected[key]):
+            raise ValueError(Errors.E093.format(key=key, saved=_describe(value), expected=_describe(expected[key])))
+    for key, value in state.items():
+        if key in expected and value.is_floating_point():
+            n_bad = int((~torch.isfinite(value)).sum())
+            if n_bad:
+                raise ValueError(Errors.E094.format(key=key, count=n_bad))
+    _check_unsaved_buffers(model, state)
+    return {key: value for key, value in state.items() if key in expected}
+
+
+def _check_names(model: nn.Module, state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
+                 parameters: set, buffers: set, is_added: Callable[[str], bool]) -> None:
+    missing = [key for key in expected if key in parameters and key not in state and not is_added(key)]
+    unexpected = [key for key in state if key not in expected and key not in buffers and not is_added(key)]
+    if missing or unexpected:
+        config = getattr(model, "config", None)
+        raise ValueError(Errors.E092.format(model_type=getattr(config, "model_type", type(model).__name__),
+                                            n_missing=len(missing), missing=_shown(missing),
+                                            n_unexpected=len(unexpected), unexpected=_shown(unexpected)))
+    added_missing = [key for key in expected if is_added(key) and key not in state]
+    added_unexpected = [key for key in state if is_added(key) and key not in expected]
+    if added_missing or added_unexpected:
+        raise ValueError(Errors.E006.format(missing=", ".join(added_missing) or "none",
+                                            unexpected=", ".join(added_unexpected) or "none"))
+
+
+def _same_kind(saved: torch.Tensor, expected: torch.Tensor) -> bool:
+    """The same shape, and both floating-point or both not: a float weight
+    may be loaded from another float type (float16 into float32), never
+    from integers, booleans or complex numbers."""
+    return (
+        tuple(saved.shape) == tuple(expected.shape)
+        and saved.is_floating_point() == expected.is_floating_point()
+        and not saved.is_complex()
+    )
+
+
+def _check_unsaved_buffers(model: nn.Module, state: Mapping[str, torch.Tensor]) -> None:
+    unsaved = [(name, buffer) for name, buffer in model.named_buffers() if name not in state]
+    unsaved_bytes = sum(_n_bytes(buffer) for _, buffer in unsaved)
+    saved_bytes = sum(_n_bytes(value) for value in state.values())
+    bound = max(UNSAVED_BUFFER_BYTES, saved_bytes)
+    if unsaved_bytes > bound:
+        largest = sorted(unsaved, key=lambda item: -_n_bytes(item[1]))
+        raise ValueError(Errors.E095.format(names=_shown([name for name, _ in largest]),
+                                            size=_mib(unsaved_bytes), bound=_mib(bound), saved=_mib(saved_bytes)))
+
+
+def _n_bytes(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+def _mib(n_bytes: int) -> str:
+    return f"{n_bytes / MIB:,.1f}"
+
+
+def _describe(tensor: torch.Tensor) -> str:
+    return f"{str(tensor.dtype).replace('torch.', '')} of shape {tuple(tensor.shape)}"
+
+
+def _shown(names: Sequence[str]) -> str:
+    if not names:
+        return "none"
+    listed: List[str] = list(names[:SHOWN_NAMES])
+    more = f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else ""
+    return ", ".join(listed) + more
