@@ -67,6 +67,9 @@ NOT_RUN: Dict[str, str] = {
     f"{PYTHON} -m benchmarks.": "a benchmark: minutes of measuring, on corpora not shipped",
     f"HF_HUB_OFFLINE=1 {PYTHON} -m benchmarks.": "a benchmark: minutes of measuring, on corpora not shipped",
     "for m in ": "a benchmark of every encoder family at base size: minutes each",
+    f"SPACY_SLA_TRUST_REMOTE_CODE=1 {PYTHON} -m spacy evaluate ./pipeline ": "a synopsis: ./pipeline is the reader's "
+                                                                          "pipeline with shipped code "
+                                                                          "(tests/layers/test_hf_shim.py loads one)",
     f"{PYTHON} -m lab prepare ": "converts a task's original files, which are not shipped (../shared/data)",
     f"{PYTHON} -m lab train ": "trains the published runs: hours, on corpora not shipped",
     f"{PYTHON} -m lab baseline ": "trains the plain fine-tunes: hours, on corpora not shipped",
