@@ -130,7 +130,10 @@ def test_the_memory_saving_backward_gives_the_gradients_of_autograd_with_a_posit
     assert (positions or family == "modernbert") and set(positions) <= saving.keys()
     assert any(".gate." in name for name in saving)
     for name in saving:
-        assert torch.allclose(saving[name], autograd[name], atol=1e-5), name
+        # float32 sums over different orders: relative to the gradient's scale
+        # (ALBERT's shared embedding projection collects gradients of ~100)
+        scale = float(autograd[name].abs().max())
+        torch.testing.assert_close(saving[name], autograd[name], rtol=1e-4, atol=1e-5 * max(scale, 1.0), msg=name)
     assert all(saving[name].abs().max() > 0 for name in positions)
 
 
