@@ -374,9 +374,13 @@ class SyntaxAwareAttention(nn.Module):
             # Normalised by the largest visible score, not the row's: when
             # every visible score lies far below the row maximum (~87 in
             # fp32, ~17 in fp16), exponents shifted by the row maximum all
-            # underflow to zero. Every row sees its own piece (padding rows
-            # see every real key), so no row is empty.
+            # underflow to zero. The builders' masks show each piece itself
+            # (padding rows see every real key); a row that sees no key gets
+            # zeros, as on the other paths, where softmax gives NaN.
             local_probs = scores.masked_fill(~local_mask, float("-inf")).softmax(-1)
+            empty_rows = batch.empty_local_rows()
+            if empty_rows is not None:
+                local_probs = local_probs.masked_fill(empty_rows, 0.0)
         else:
             local_probs = (scores + local_mask).softmax(-1)
         gate = self._gate(batch, hidden_states).to(probs.dtype)
