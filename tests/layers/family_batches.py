@@ -148,6 +148,79 @@ def all_finite(states: torch.Tensor, grads: Optional[Dict[str, torch.Tensor]]) -
     return bad + [name for name, grad in (grads or {}).items() if not bool(torch.isfinite(grad).all())]
 
 
+# The paths each kind of call can take: prediction mixes the probability
+# matrices on the CPU in float32 up to materialise_up_to pieces, else calls
+# SDPA twice; training runs TwoBranchAttention or two SDPA calls; the
+# materialised probabilities serve both.
+PREDICTION_PATHS = ("default", "sdpa-prediction", "materialised")
+TRAINING_PATHS = ("default", "materialised", "two-sdpa-training")
+
+
+def tolerance(reference_error: float, states: torch.Tensor, dtype: torch.dtype) -> float:
+    """How far SLA's states under autocast to `dtype` may move from its
+    float32 states, given the unwrapped family's own move under the same
+    autocast (reference_error): autocast runs the projections and products
+    with the values in the half type (8 significant bits in bfloat16, 11 in
+    float16: machine epsilon 2^-7, 2^-10) and the softmaxes in float32, so
+    the unwrapped encoder already moves by a few epsilons of its states'
+    size. SLA adds a second softmax and a gate per layer to the same
+    products: three times the family's own move (measured on the CPU: at
+    most 2.2 times, DistilBERT's bfloat16 prediction), plus one epsilon of
+    the states' size where the family's own move happens to be tiny. An
+    error in the masking constants, an overflow or a softmax in half
+    precision shows as NaN or as an error of tenths."""
+    return 3.0 * reference_error + torch.finfo(dtype).eps * float(states.abs().max())
+
+
+def autocast_deviations(family: str, dtype: torch.dtype, device: str = "cpu") -> List[str]:
+    """What of SLA's states and gradients under autocast to `dtype` is not
+    finite or moves from float32 by more than the tolerance, on the edge
+    batch; [] when nothing does. Gradients: the error of the whole
+    gradient vector, within three times the family's own plus one epsilon."""
+    batch = edge_batch(device)
+    sla, plain = sla_encoder(family, 8.0).to(device), family_encoder(family, 8.0).to(device)
+    failures = []
+    for gradients in (False, True):
+        sla_full, sla_full_grads = run(sla, batch, torch.float32, gradients)
+        sla_half, sla_half_grads = run(sla, batch, dtype, gradients)
+        plain_full, plain_full_grads = run(plain, batch, torch.float32, gradients)
+        plain_half, plain_half_grads = run(plain, batch, dtype, gradients)
+        failures += [f"not finite: {name}" for name in all_finite(sla_half, sla_half_grads)]
+        error, reference = output_error(sla_half, sla_full, batch), output_error(plain_half, plain_full, batch)
+        if not error <= tolerance(reference, sla_full, dtype):
+            failures.append(f"states (gradients {gradients}): {error:.4g}, the family's own {reference:.4g}")
+        if gradients:
+            error, reference = gradient_error(sla_half_grads, sla_full_grads), gradient_error(plain_half_grads, plain_full_grads)
+            if not error <= 3.0 * reference + torch.finfo(dtype).eps:
+                failures.append(f"gradients: {error:.4g}, the family's own {reference:.4g}")
+    return failures
+
+
+def not_finite_on_every_path(family: str, dtype: torch.dtype, device: str = "cpu", weight_scale: float = 40.0) -> Dict[str, List[str]]:
+    """What is not finite, per path, under autocast to `dtype` with scores
+    spread over hundreds (weights 40 times their initial scale): prediction
+    on each path it can take in half precision (SDPA, or the materialised
+    probabilities) and training with dropout on every training path; the
+    states of every piece (padding included: they are the next layer's
+    values) and every gradient. {} when everything is finite; "family" when
+    the unwrapped family itself is not."""
+    batch = edge_batch(device)
+    found = {}
+    plain = all_finite(*run(family_encoder(family, weight_scale).to(device), batch, dtype, True))
+    if plain:
+        found["family"] = plain
+    for name in ("default", "materialised"):
+        bad = all_finite(*run(sla_encoder(family, weight_scale, PATHS[name]).to(device), batch, dtype, False))
+        if bad:
+            found[f"prediction, {name}"] = bad
+    for name in TRAINING_PATHS:
+        torch.manual_seed(0)
+        bad = all_finite(*run(sla_encoder(family, weight_scale, PATHS[name]).to(device).train(), batch, dtype, True))
+        if bad:
+            found[f"training, {name}"] = bad
+    return found
+
+
 # The local modules of the variants with distance buckets, the syntax-guided
 # layer and a supervised head: SyntaxAwareTransformer options and the inputs they read.
 N_BUCKETS = 6
@@ -170,7 +243,8 @@ def variant(name: str) -> dict:
 def variant_inputs(name: str, batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
     """The inputs the variant reads besides the encoder's: buckets (with the
     "special" bucket on the first sequence, which then carries no syntax),
-    the guide mask or the parent targets."""
+    the guide mask (the local mask showing each piece itself, as
+    spacy-sla.ancestor_mask.v1 does) or the parent targets."""
     device = batch["input_ids"].device
     generator = torch.Generator().manual_seed(3)
     if name in ("softbias", "softthreshold", "depscale"):
@@ -178,7 +252,7 @@ def variant_inputs(name: str, batch: Dict[str, torch.Tensor]) -> Dict[str, torch
         buckets[0] = N_BUCKETS - 1
         return {"local_mask": None, "local_buckets": buckets.to(device)}
     if name == "sgnet":
-        return {"guide_mask": batch["local_mask"]}
+        return {"guide_mask": batch["local_mask"] | torch.eye(N_PIECES, dtype=torch.bool, device=device)}
     from spacy_sla.data_classes import IGNORED_TARGET
 
     targets = torch.randint(0, N_PIECES, (N_SEQUENCES, N_PIECES), generator=generator)
