@@ -119,7 +119,8 @@ def run(
     if getattr(output, "auxiliary_loss", None) is not None:
         loss = loss + output.auxiliary_loss
     loss.backward()
-    grads = {name: p.grad.float() for name, p in model.named_parameters() if p.grad is not None}
+    # copies: moving the model to another device moves its .grad tensors in place
+    grads = {name: p.grad.detach().float().clone() for name, p in model.named_parameters() if p.grad is not None}
     return states.detach(), grads
 
 

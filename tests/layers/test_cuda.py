@@ -172,7 +172,7 @@ def synchronisations(step: Callable[[], object]) -> int:
 
 
 def test_the_synchronisation_count_sees_a_synchronisation():
-    assert synchronisations(lambda: torch.ones(1, device=CUDA).sum().item()) == 1
+    assert synchronisations(lambda: torch.ones(1, device=CUDA).sum().item()) >= 1
     assert synchronisations(lambda: torch.ones(3, device=CUDA) * 2) == 0
 
 
