@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MIB = 2**20
 # What the machine carries: the working tree and the wheels, together.
 DEFAULT_LIMIT_MIB = 64
-# The device image ('cuda', Python 3.12 on x86_64 Linux, torch 2.11 with CUDA
+# The GPU machine's image (Python 3.12 on x86_64 Linux, torch 2.11 with CUDA
 # 13): the packages of its list that the closure may reach. A version, where
 # the list gives one, is checked against what the closure asks; the others
 # are taken to satisfy it. transformers 5, tokenizers 0.23 and
@@ -159,14 +159,23 @@ def carried(
     return result
 
 
-def travelling_tree_bytes(root: Path = ROOT) -> int:
-    """The size of what travels with the wheels: the working tree's tracked
-    files and the untracked ones git does not ignore."""
+def working_tree(root: Path = ROOT) -> List[str]:
+    """What travels with the wheels: the working tree's tracked files and
+    the untracked ones git does not ignore (relative paths)."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=root, capture_output=True, check=True,
     ).stdout.decode("utf8").split("\0")
-    return sum((root / name).stat().st_size for name in set(listed) if name and (root / name).is_file())
+    return sorted(name for name in set(listed) if name and (root / name).is_file())
+
+
+def travelling_tree_bytes(root: Path = ROOT, leaving_out: Optional[Path] = None) -> int:
+    """The size of the working tree that travels (leaving_out: a folder
+    that does not, such as the wheelhouse being built)."""
+    names = working_tree(root)
+    if leaving_out is not None:
+        names = [name for name in names if leaving_out.resolve() not in (root / name).resolve().parents]
+    return sum((root / name).stat().st_size for name in names)
 
 
 def download(names: Sequence[str], folder: Path, python_version: str, platforms: Sequence[str]) -> None:
@@ -180,12 +189,19 @@ def download(names: Sequence[str], folder: Path, python_version: str, platforms:
 
 
 def build_plugin_wheel(folder: Path, root: Path = ROOT) -> None:
-    """The plugin's wheel from this working tree (pure Python: any target)."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(folder), str(root)],
-        check=True,
-    )
-    shutil.rmtree(root / "build", ignore_errors=True)
+    """The plugin's wheel (pure Python: any target) from a copy of the
+    working tree as it travels, so that no earlier build's leftovers in
+    build/ end up in it."""
+    with tempfile.TemporaryDirectory() as scratch:
+        source = Path(scratch) / "source"
+        for name in working_tree(root):
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, source / name)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir",
+             str(folder.resolve()), str(source)],
+            check=True,
+        )
 
 
 def is_elf(path: Path) -> bool:
@@ -275,7 +291,7 @@ def build(
             path = (strip and strip_debug_sections(path)) or path
             entry.file, entry.bytes, entry.sha256 = path.name, path.stat().st_size, sha256(path)
         parser = save_parser_pipeline(partial / PARSER_FOLDER)
-        tree = travelling_tree_bytes()
+        tree = travelling_tree_bytes(leaving_out=partial)
         manifest = {
             "python_version": python_version, "platforms": platforms,
             "commit": _git(["rev-parse", "HEAD"]), "working_tree_changed": bool(_git(["status", "--porcelain"])),

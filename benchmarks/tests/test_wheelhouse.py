@@ -126,7 +126,7 @@ def test_a_wheelhouse_over_the_limit_is_refused_and_the_folder_left_as_it_was(tm
     monkeypatch.setattr(wheelhouse, "download", fake_download)
     monkeypatch.setattr(wheelhouse, "build_plugin_wheel", lambda folder: (folder / "spacy_sla-0.1.0-py3-none-any.whl").write_bytes(b"x"))
     monkeypatch.setattr(wheelhouse, "save_parser_pipeline", lambda folder: {"folder": folder.name, "bytes": 5 * 2**20})
-    monkeypatch.setattr(wheelhouse, "travelling_tree_bytes", lambda: 3 * 2**20)
+    monkeypatch.setattr(wheelhouse, "travelling_tree_bytes", lambda leaving_out: 3 * 2**20)
     output = tmp_path / ".whl"
     output.mkdir()
     (output / "earlier.whl").write_bytes(b"kept")
