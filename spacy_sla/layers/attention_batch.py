@@ -30,6 +30,7 @@ def hidden_offset(dtype: torch.dtype) -> float:
     gives a hidden key the weight exp(offset - visible max) = 0."""
     return torch.finfo(dtype).min / 2
 
+
 @dataclass
 class AttentionBatch:
     """The syntax inputs of one forward pass, and its per-call outputs.

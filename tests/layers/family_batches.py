@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from transformers import AutoConfig, AutoModel
 
-from spacy_sla.data_classes import ParentAttention
+from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer
 from spacy_sla.layers.local_bias import DependencyScale, DistanceBucketBias, SoftThresholdLogBias
 
@@ -31,6 +31,12 @@ PATHS = {
     "materialised": AttentionPaths(fused_attention=False),
     "two-sdpa-training": AttentionPaths(memory_saving_training=False),
 }
+# The paths each kind of call can take: prediction mixes the probability
+# matrices on the CPU in float32 up to materialise_up_to pieces, else calls
+# SDPA twice; training runs TwoBranchAttention or two SDPA calls; the
+# materialised probabilities serve both.
+PREDICTION_PATHS = ("default", "sdpa-prediction", "materialised")
+TRAINING_PATHS = ("default", "materialised", "two-sdpa-training")
 N_SEQUENCES, N_PIECES = 3, 12
 
 
@@ -149,14 +155,6 @@ def all_finite(states: torch.Tensor, grads: Optional[Dict[str, torch.Tensor]]) -
     return bad + [name for name, grad in (grads or {}).items() if not bool(torch.isfinite(grad).all())]
 
 
-# The paths each kind of call can take: prediction mixes the probability
-# matrices on the CPU in float32 up to materialise_up_to pieces, else calls
-# SDPA twice; training runs TwoBranchAttention or two SDPA calls; the
-# materialised probabilities serve both.
-PREDICTION_PATHS = ("default", "sdpa-prediction", "materialised")
-TRAINING_PATHS = ("default", "materialised", "two-sdpa-training")
-
-
 def tolerance(reference_error: float, states: torch.Tensor, dtype: torch.dtype) -> float:
     """How far SLA's states under autocast to `dtype` may move from its
     float32 states, given the unwrapped family's own move under the same
@@ -254,8 +252,6 @@ def variant_inputs(name: str, batch: Dict[str, torch.Tensor]) -> Dict[str, torch
         return {"local_mask": None, "local_buckets": buckets.to(device)}
     if name == "sgnet":
         return {"guide_mask": batch["local_mask"] | torch.eye(N_PIECES, dtype=torch.bool, device=device)}
-    from spacy_sla.data_classes import IGNORED_TARGET
-
     targets = torch.randint(0, N_PIECES, (N_SEQUENCES, N_PIECES), generator=generator)
     targets[~batch["attention_mask"].bool().cpu()] = IGNORED_TARGET
     targets[0] = IGNORED_TARGET
