@@ -633,6 +633,19 @@ class Errors(metaclass=SLACodes):
         "its setup.cfg allows)."
     )
 
+    # Devices and precision
+    E115 = (
+        "The SLA transformer trains with mixed_precision = true on the "
+        "{device}, where its gradient scaler cannot run: the scaler "
+        "(grad_scaler_config) scales CUDA tensors only, and autocast to "
+        "float16 is for CUDA too. Train on a GPU (`spacy train CONFIG "
+        "--gpu-id 0`, with a CUDA build of PyTorch and CuPy installed), or "
+        "set mixed_precision = false in the transformer's model block for a "
+        "run on the CPU (e.g. `--components.transformer.model."
+        "mixed_precision false`)."
+    )
+
+
 class TransformerLoadFixes:
     """How to fix [SLA-E005], by what could not be loaded: the `fix` of its
     message."""

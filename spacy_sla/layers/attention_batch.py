@@ -19,6 +19,18 @@ from .width_groups import width_groups as group_by_width
 # transform of the scaled dot-product scores into the local logits.
 LocalInput = Union[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]
 
+
+def hidden_offset(dtype: torch.dtype) -> float:
+    """The finite additive offset that hides a key from a softmax in `dtype`:
+    half the type's lowest value. The type's lowest value itself is not safe
+    in float16: a score below -16 added to it rounds to -inf, and a row
+    whose keys are all hidden that way (a padding query outside a sliding
+    window) turns to NaN, which reaches every row through the values. Half
+    of it leaves room for any score and for a second such offset, and still
+    gives a hidden key the weight exp(offset - visible max) = 0."""
+    return torch.finfo(dtype).min / 2
+
+
 @dataclass
 class AttentionBatch:
     """The syntax inputs of one forward pass, and its per-call outputs.
@@ -121,17 +133,17 @@ class AttentionBatch:
     def additive_local_mask(self, dtype: torch.dtype, gathered: bool = False) -> Optional[torch.Tensor]:
         """local_mask as (batch, 1, n_pieces, n_pieces) of `dtype` (with
         `gathered`, of the sequences of local_rows only): 0 where visible,
-        the type's minimum where hidden; None when a row sees no key (SDPA
+        hidden_offset(dtype) where hidden; None when a row sees no key (SDPA
         gives such a row zeros with a boolean mask, not with an additive
         one). As every row sees a key, a hidden key's weight is
-        exp(min - visible max) = 0 exactly, as with the boolean mask."""
+        exp(offset - visible max) = 0 exactly, as with the boolean mask."""
         if self.empty_local_rows() is not None:
             return None
         mask = self._additive_local_masks.get((dtype, gathered))
         if mask is None:
             visible = self.local_mask.index_select(0, self.local_rows) if gathered else self.local_mask
             mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
-            mask.masked_fill_(~visible, torch.finfo(dtype).min)
+            mask.masked_fill_(~visible, hidden_offset(dtype))
             self._additive_local_masks[(dtype, gathered)] = mask
         return mask
 
@@ -145,7 +157,7 @@ class AttentionBatch:
             visible = group.take(self.local_mask)[..., : group.width]
             if self.empty_local_rows() is None:
                 mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
-                mask.masked_fill_(~visible, torch.finfo(dtype).min)
+                mask.masked_fill_(~visible, hidden_offset(dtype))
             else:
                 mask = visible.contiguous()
             self._group_masks[(dtype, index)] = mask

@@ -17,6 +17,7 @@ from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention
 
 from ..errors import Errors
+from .attention_batch import hidden_offset
 from .syntax_aware_attention import SyntaxAwareAttention
 
 TRANSFORMERS_FLOOR = "4.38.0"  # setup.cfg's transformers>=
@@ -446,7 +447,7 @@ class ModernBertStyleAttention(FamilyAdapter):
     output projection `Wo`: the mixing happens before it. The rotary
     embeddings turn the queries and keys as in the model. In the layers
     that attend within a sliding window, the window is the model's global
-    attention: it comes as a score bias (the type's minimum outside it) to
+    attention: it comes as a score bias (hidden_offset outside it) to
     both branches, so the local branch sees the window's keys that the
     local mask shows."""
 
@@ -479,13 +480,14 @@ class ModernBertStyleAttention(FamilyAdapter):
         self.apply_rotary = modernbert_rotary()
 
     def window_bias(self, length: int, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
-        """(1, 1, n, n): 0 within the layer's sliding window, the type's
-        minimum outside it; None for a layer that attends globally."""
+        """(1, 1, n, n): 0 within the layer's sliding window, hidden_offset
+        outside it (added to the scores, and to padding's offset, without
+        overflowing in float16); None for a layer that attends globally."""
         if self.local_attention == (-1, -1):
             return None
         positions = torch.arange(length, device=device)
         outside = (positions[:, None] - positions[None, :]).abs() > self.local_attention[0]
-        return torch.zeros((length, length), dtype=dtype, device=device).masked_fill_(outside, torch.finfo(dtype).min)[None, None]
+        return torch.zeros((length, length), dtype=dtype, device=device).masked_fill_(outside, hidden_offset(dtype))[None, None]
 
     def forward(
         self,

@@ -30,7 +30,8 @@ def parent_attention_loss(
         scores = scores + score_bias[:, head if score_bias.shape[1] > 1 else 0]
     scores = scores.float().masked_fill(~batch.global_mask[:, 0], torch.finfo(torch.float32).min)
     log_probs = scores.log_softmax(-1)
-    targets = batch.parent_targets
-    if (targets == IGNORED_TARGET).all():
-        return log_probs.sum() * 0.0
-    return F.nll_loss(log_probs.flatten(0, 1), targets.flatten(), ignore_index=IGNORED_TARGET)
+    targets = batch.parent_targets.flatten()
+    # The mean over the pieces that have a parent, 0 when none has, without
+    # asking the device whether any has (a host-device synchronisation).
+    total = F.nll_loss(log_probs.flatten(0, 1), targets, ignore_index=IGNORED_TARGET, reduction="sum")
+    return total / (targets != IGNORED_TARGET).sum().clamp(min=1)

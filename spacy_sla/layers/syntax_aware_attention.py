@@ -35,7 +35,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention_batch import AttentionBatch, LocalInput, active_batch
+from .attention_batch import AttentionBatch, LocalInput, active_batch, hidden_offset
 from .attention_paths import AttentionPaths
 from .parent_attention import parent_attention_loss
 from .two_branch import TwoBranchAttention
@@ -51,10 +51,10 @@ def _needs_grad(*tensors: torch.Tensor) -> bool:
 
 def _global_attn_mask(batch: AttentionBatch, dtype: torch.dtype, score_bias: Optional[torch.Tensor]) -> torch.Tensor:
     """The global branch's SDPA mask: the padding mask, or with a position
-    term, the term with padding keys at the type's minimum."""
+    term, the term with padding keys hidden (hidden_offset)."""
     if score_bias is None:
         return batch.global_mask
-    return score_bias.to(dtype).masked_fill(~batch.global_mask, torch.finfo(dtype).min)
+    return score_bias.to(dtype).masked_fill(~batch.global_mask, hidden_offset(dtype))
 
 
 class SyntaxAwareAttention(nn.Module):
@@ -119,7 +119,7 @@ class SyntaxAwareAttention(nn.Module):
             bias = self.local_bias(batch.local_buckets, hidden_states)
             if not isinstance(bias, torch.Tensor):
                 return bias
-            return bias.to(dtype).masked_fill(~batch.global_mask, torch.finfo(dtype).min)
+            return bias.to(dtype).masked_fill(~batch.global_mask, hidden_offset(dtype))
         return batch.local_mask
 
     def attend(
@@ -249,9 +249,9 @@ class SyntaxAwareAttention(nn.Module):
         empty_rows = None
         if local_mask.dtype == torch.bool:
             empty_rows = batch.empty_local_rows()
-            local_logits = bias.masked_fill(~local_mask, torch.finfo(query.dtype).min)
+            local_logits = bias.masked_fill(~local_mask, hidden_offset(query.dtype))
         else:
-            local_logits = (bias + local_mask).masked_fill(~batch.global_mask, torch.finfo(query.dtype).min)
+            local_logits = (bias + local_mask).masked_fill(~batch.global_mask, hidden_offset(query.dtype))
         local_context = F.scaled_dot_product_attention(query, key, value, attn_mask=local_logits, dropout_p=dropout)
         if empty_rows is not None:
             local_context = local_context.masked_fill(empty_rows, 0.0)  # as SDPA with a boolean mask
@@ -374,9 +374,13 @@ class SyntaxAwareAttention(nn.Module):
             # Normalised by the largest visible score, not the row's: when
             # every visible score lies far below the row maximum (~87 in
             # fp32, ~17 in fp16), exponents shifted by the row maximum all
-            # underflow to zero. Every row sees its own piece (padding rows
-            # see every real key), so no row is empty.
+            # underflow to zero. The builders' masks show each piece itself
+            # (padding rows see every real key); a row that sees no key gets
+            # zeros, as on the other paths, where softmax gives NaN.
             local_probs = scores.masked_fill(~local_mask, float("-inf")).softmax(-1)
+            empty_rows = batch.empty_local_rows()
+            if empty_rows is not None:
+                local_probs = local_probs.masked_fill(empty_rows, 0.0)
         else:
             local_probs = (scores + local_mask).softmax(-1)
         gate = self._gate(batch, hidden_states).to(probs.dtype)

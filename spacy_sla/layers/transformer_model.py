@@ -19,6 +19,7 @@ from thinc.types import ArgsKwargs, Ragged
 from transformers.file_utils import ModelOutput
 
 from ..data_classes import ParentAttention, SLATransformerBatch, SyntaxInputs
+from ..errors import Errors
 from ..masks import MaskBuilder, builder_kind
 from ..syntax_inputs import build_syntax_inputs, check_on_missing_parse
 from .family_adapters import attention_family
@@ -298,6 +299,8 @@ def forward(
     model: SLATransformerModel, docs: List[Doc], is_train: bool
 ) -> Tuple[SLATransformerBatch, Callable]:
     _one_torch_thread_in_forked_children()
+    if is_train:
+        check_mixed_precision_device(model)
     nested_spans = model.settings.get_spans(docs)
     spans = flatten_spans(nested_spans)
     wordpieces, align = model.tokenize(spans)
@@ -324,6 +327,21 @@ def forward(
         return docs
 
     return output, backprop
+
+
+def check_mixed_precision_device(model: SLATransformerModel) -> None:
+    """SLA-E115 before a training step that would fail in thinc's gradient
+    scaler, which scales CUDA tensors only: mixed precision with its scaler
+    enabled (grad_scaler_config's "enabled", by default mixed_precision, as
+    spacy-transformers' HFShim sets it) on another device. Prediction is
+    left alone: a pipeline trained with mixed precision on a GPU predicts in
+    float32 on the CPU."""
+    settings = model.settings
+    if not settings.grad_scaler_config.get("enabled", settings.mixed_precision):
+        return
+    device = model.layers[0].shims[0].device
+    if device.type != "cuda":
+        raise ValueError(Errors.E115.format(device=device.type.upper() if device.type == "cpu" else str(device)))
 
 
 def _convert_inputs(

@@ -119,10 +119,10 @@ class TwoBranchAttention(torch.autograd.Function):
         offsets, broadcastable to (batch, heads, n, n), which gets a gradient;
         local: the local branch's additive offsets broadcastable to (batch,
         heads, n, n): -inf where the local mask hides a key (padding
-        included), 0 elsewhere, or a bias (padding keys at the type's
-        minimum); empty_local_rows: (batch, 1, n, 1) bool, the rows
-        that see no key locally, whose local branch is zero (as SDPA makes
-        it), or None."""
+        included), 0 elsewhere, or a bias (padding keys at
+        attention_batch.hidden_offset); empty_local_rows: (batch, 1, n, 1)
+        bool, the rows that see no key locally, whose local branch is zero
+        (as SDPA makes it), or None."""
         scale = 1.0 / math.sqrt(query.shape[-1])
         with torch.autocast(query.device.type, enabled=False):
             # Under autocast the projections arrive in half precision; the

@@ -281,3 +281,32 @@ def test_a_pipeline_saved_with_settings_in_the_attrs_loads_with_the_config_in_ef
     numpy.testing.assert_allclose(trf_output(doc), trf_output(nlp(the_cat_sat(nlp.vocab))), atol=1e-6)
     with pytest.warns(UserWarning, match=r"\[SLA-W001\]"):
         loaded(UNPARSED_TEXT)
+
+
+def test_mixed_precision_training_on_the_cpu_is_refused_before_the_encoder_runs(tiny_bert, monkeypatch):
+    """spacy-transformers would fail in thinc's gradient scaler after the
+    forward pass ("Gradient scaling is not supported..."); SLA-E115 comes
+    first and says what to do."""
+    nlp = sla_nlp(tiny_bert, initialize=False, mixed_precision=True)
+    add_textcat_listener(nlp)
+    examples = [Example.from_dict(the_cat_sat(nlp.vocab), {"cats": {"POS": 1.0, "NEG": 0.0}})]
+    optimizer = nlp.initialize(lambda: examples)
+    calls = []
+    original = SyntaxAwareTransformer.forward
+    monkeypatch.setattr(SyntaxAwareTransformer, "forward", lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    with pytest.raises(ValueError, match=r"\[SLA-E115\].* on the CPU.*--gpu-id 0.*mixed_precision = false"):
+        nlp.update(examples, sgd=optimizer)
+    assert calls == []
+    # prediction is left alone: a pipeline trained with mixed precision on a GPU predicts on the CPU in float32
+    doc = nlp(the_cat_sat(nlp.vocab))
+    assert calls == [1] and trf_output(doc).dtype == numpy.float32 and numpy.isfinite(trf_output(doc)).all()
+
+
+def test_mixed_precision_with_its_gradient_scaler_disabled_trains_on_the_cpu(tiny_bert):
+    nlp = sla_nlp(tiny_bert, initialize=False, mixed_precision=True, grad_scaler_config={"enabled": False})
+    add_textcat_listener(nlp)
+    examples = [Example.from_dict(the_cat_sat(nlp.vocab), {"cats": {"POS": 1.0, "NEG": 0.0}})]
+    optimizer = nlp.initialize(lambda: examples)
+    losses = {}
+    nlp.update(examples, sgd=optimizer, losses=losses)
+    assert numpy.isfinite(losses["sla_transformer"]) and numpy.isfinite(losses["textcat"])
