@@ -64,6 +64,11 @@ NOT_RUN: Dict[str, str] = {
     f"{PYTHON} -m spacy sla annotate PIPELINE ": "a synopsis: PIPELINE and texts.jsonl are the reader's "
                                                 "(tests/cli/test_annotate.py runs the command)",
     f"{PYTHON} -m spacy train configs/": "spaCy's training of a task on its corpus, which is not shipped",
+    f"{PYTHON} -m benchmarks.gpu_check wheelhouse ": "downloads some 46 MiB of wheels from the package index "
+                                                     "(benchmarks/tests/test_wheelhouse.py builds and installs one)",
+    "PYTHONUNBUFFERED=1 python3 -m benchmarks.gpu_check run --gpu-id 0 ": "runs on the GPU machine "
+                                                                          "(benchmarks/tests/test_gpu_check.py runs "
+                                                                          "its CPU mode)",
     f"{PYTHON} -m benchmarks.": "a benchmark: minutes of measuring, on corpora not shipped",
     f"HF_HUB_OFFLINE=1 {PYTHON} -m benchmarks.": "a benchmark: minutes of measuring, on corpora not shipped",
     "for m in ": "a benchmark of every encoder family at base size: minutes each",
@@ -82,6 +87,8 @@ DRY_OPTIONS: Dict[str, str] = {
     f"{PYTHON} -m spacy sla ab ": "--dry-run",
     f"{PYTHON} -m spacy project run ": "--dry",
 }
+# Commands that run on the GPU machine, whose image has its own python3 and no .venv.
+ON_THE_GPU_MACHINE = "PYTHONUNBUFFERED=1 python3 -m benchmarks.gpu_check run "
 # Programs whose options are not ours to check.
 OTHERS_PROGRAMS = ("pytest", "ruff", "venv")
 
@@ -228,7 +235,8 @@ def test_the_documents_have_commands_and_every_python_command_runs_the_environme
     assert len(ALL_COMMANDS) > 30
     assert any(command.one_line == f"{PYTHON} -m spacy project run demo" for command in ALL_COMMANDS)
     bare = [str(command) for command in ALL_COMMANDS
-            if re.search(r"(?<![\w/.-])python3? (?!-m venv)", command.one_line)]
+            if re.search(r"(?<![\w/.-])python3? (?!-m venv)", command.one_line)
+            and not command.one_line.startswith(ON_THE_GPU_MACHINE)]
     assert bare == []
 
 
@@ -298,7 +306,15 @@ def _argparse_options(module: str) -> Optional[Set[str]]:
         pass
     finally:
         argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
-    return set(captured[0]._option_string_actions) if captured else None
+    if not captured:
+        return None
+    parser = captured[0]
+    options = set(parser._option_string_actions)
+    # a subcommand's options (`gpu_check wheelhouse --output`), whichever subcommand names them
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        for subparser in action.choices.values():
+            options |= set(subparser._option_string_actions)
+    return options
 
 
 def program_arguments(command: DocumentedCommand) -> Tuple[Optional[str], List[str]]:
@@ -311,6 +327,8 @@ def program_arguments(command: DocumentedCommand) -> Tuple[Optional[str], List[s
     tokens = [token for token in shlex.split(re.sub(r"[\[\]|]", " ", text), comments=True) if token != "..."]
     while tokens and re.fullmatch(r"\w+=.*", tokens[0]):
         tokens = tokens[1:]
+    if text.startswith(ON_THE_GPU_MACHINE):
+        tokens[0] = PYTHON
     if len(tokens) < 3 or tokens[:2] != [PYTHON, "-m"]:
         return None, []
     return tokens[2], tokens[3:]
