@@ -49,6 +49,10 @@ class Warnings(metaclass=SLACodes):
         "directory you trust as you trust code you install; without it, such "
         "a tokenizer is refused with [SLA-E047]."
     )
+    W010 = (
+        "The report's main score of {arm} disagrees with what its own "
+        "training logged for the same model ({model}): {pairs}. {hint}"
+    )
 
 
 class Errors(metaclass=SLACodes):
@@ -534,6 +538,23 @@ class Errors(metaclass=SLACodes):
         "provides them."
     )
 
+    # Failed runs of `spacy sla ab`
+    E100 = (
+        "{run} failed at the {stage} step: {error}{where}. {same_way} Log: "
+        "{log}. Fix the cause and run the same command again: finished runs "
+        "are kept."
+    )
+    E101 = (
+        "Stopped after {done} of {total} runs, without starting the others "
+        "({not_started}): {reason} Fix the cause and run the same command "
+        "again: the finished runs are kept."
+    )
+    E102 = (
+        "--eval-corpus takes config (each arm's [training] dev_corpus with "
+        "--paths.dev, as `spacy train` scores) or plain (spaCy's Corpus over "
+        "--paths.dev, as `spacy evaluate` scores); got '{value}'."
+    )
+
 class TransformerLoadFixes:
     """How to fix [SLA-E005], by what could not be loaded: the `fix` of its
     message."""
@@ -560,4 +581,8 @@ class TransformerLoadFixes:
         "the model's tokenizer again with `AutoTokenizer.from_pretrained("
         "ORIGINAL).save_pretrained(DIRECTORY)` (SentencePiece models need "
         "`pip install spacy-sla[sentencepiece]` for that)."
+    )
+    AB_OFFLINE = (
+        "With `spacy sla ab`, give every arm a local model directory with "
+        "`--components.{component}.model.name PATH`."
     )

@@ -79,15 +79,29 @@ def curve_table(section: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def dev_examples_text(section: Dict[str, Any]) -> str:
+    """How the evaluation read the dev examples, in a sentence."""
+    corpus = section.get("dev_examples") or {}
+    reader = f"`{corpus.get('dev_corpus', 'corpora.dev')}` (`{corpus.get('reader') or 'its reader'}`)"
+    if corpus.get("mode") == "config":
+        return (f"Dev examples: read by each arm's `[training] dev_corpus` {reader} with the dev file, as `spacy train` "
+                "scores.")
+    return (f"Dev examples: read by spaCy's plain Corpus over the dev file, as `spacy evaluate` scores (--eval-corpus "
+            f"plain; the arms' training scored with {reader}).")
+
+
 def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
     plan = report["plan"]
     parts = [
         "# Does SLA help this pipeline?",
         "",
+        *[line for warning in report.get("warnings", []) for line in (f"> **Warning** {warning}", "")],
         f"Configs: `{plan['config_dir']}` ({', '.join(plan['variants'])}; the reference is vanilla). "
         f"Training data: `{plan['train']}`; dev data: `{plan['dev']}`. Seeds: {', '.join(map(str, plan['seeds']))}. "
         f"Training sizes: {', '.join(plan['train_sizes'])} (samples drawn once with seed {plan['sample_seed']}, nested). "
-        f"Scored model: model-{plan['model']}. Overrides: {plan['overrides'] or 'none'}"
+        f"Scored model: model-{plan['model']}. " + (dev_examples_text(report["sections"][0]) + " "
+                                                    if report["sections"] else "")
+        + f"Overrides: {plan['overrides'] or 'none'}"
         + "".join(f"; at size {size}: {settings}" for size, settings in plan.get("size_overrides", {}).items()) + ".",
         "",
         "How to read it: Δ is variant − vanilla of the same seed, ×100. The t-interval covers the randomness of training "

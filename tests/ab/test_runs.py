@@ -251,6 +251,12 @@ def test_kept_strata_answer_for_a_deleted_model(tmp_path):
 
     dev = write_corpus(tmp_path / "dev.spacy", annotated_docs(3, 0))
     key = {"version": STRATA_VERSION, "model": {"size": 1, "sha256": "x"}, "dev": file_fingerprint(dev)}
+    # a record without the reading in its key read a plain Corpus
+    (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "restricted": [True, False, True]}), encoding="utf8")
+    assert kept_strata(tmp_path / "model-last", dev, tmp_path, "plain") == [True, False, True]
+    with pytest.raises(ValueError, match=r"\[SLA-E044\].*--eval-corpus config"):
+        kept_strata(tmp_path / "model-last", dev, tmp_path)
+    key["corpus"] = "config"
     (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "restricted": [True, False, True]}), encoding="utf8")
     assert kept_strata(tmp_path / "model-last", dev, tmp_path) == [True, False, True]
     (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "no_local_mask": "[SLA-E040] none"}), encoding="utf8")
