@@ -14,7 +14,9 @@ from ..errors import Errors
 from .evaluation import LOAD, PLAIN_CORPUS, READ, SCORE, STATISTICS, failure_path
 
 TRAIN, EVALUATE = "train", "evaluate"
-CONFIG_VALIDATION = "Config validation error"  # thinc's ConfigValidationError, which spaCy raises for a bad config
+# how thinc's ConfigValidationError starts, and the title spaCy's commands print for one in a component's block
+CONFIG_VALIDATION = ("Config validation error", "Config error for")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 _TRACEBACK = "Traceback (most recent call last):"
 
@@ -58,17 +60,23 @@ def user_frames(frames: Sequence[Dict[str, Any]]) -> List[str]:
 
 
 def logged_failure(text: str) -> Dict[str, Any]:
-    """The exception line and the frames of the last traceback a log shows
-    (frames of every traceback in it: a chained error starts in the first)."""
-    lines = text.splitlines()
+    """The error a log ends with: the exception line of its last traceback
+    (with the frames of every traceback in it: a chained error starts in the
+    first), or the last failure spaCy's command printed without one (its
+    "✘" line and the line that says what), e.g. for a config it refuses."""
+    lines = _ANSI.sub("", text).splitlines()
     starts = [index for index, line in enumerate(lines) if line.startswith(_TRACEBACK)]
     frames = [match.groupdict() for line in lines if (match := _FRAME.match(line))]
     error = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    printed = [index for index, line in enumerate(lines) if line.lstrip().startswith("✘")]
     if starts:
         error = next((line.strip() for line in lines[starts[-1] + 1:] if line.strip() and not line.startswith(" ")),
                      error)
-    tail = "\n".join(lines[starts[-1]:]) if starts else text
-    return {"error": error, "frames": frames, "config_validation": CONFIG_VALIDATION in tail}
+    elif printed:
+        detail = next((line for line in lines[printed[-1] + 1:] if line.strip()), "")
+        error = lines[printed[-1]].strip().lstrip("✘").strip() + (f": {' '.join(detail.split())}" if detail else "")
+    tail = "\n".join(lines[starts[-1]:] if starts else lines[printed[-1]:] if printed else lines)
+    return {"error": error, "frames": frames, "config_validation": any(title in tail for title in CONFIG_VALIDATION)}
 
 
 def read_failure(stage: str, log: Optional[Path], evaluation_output: Optional[Path] = None) -> RunFailure:

