@@ -422,3 +422,11 @@ def test_a_transformer_that_cannot_be_loaded_is_refused_before_any_run(tmp_path)
         assert "Traceback" not in result.stdout + result.stderr and "spacy train" not in said
         assert not (tmp_path / "out").exists()
         assert seconds < 60, seconds  # the start of Python and spaCy, not of a training
+
+
+def test_an_unknown_eval_corpus_is_refused_before_anything(tiny_bert, tmp_path):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
+    train, dev = write_data(tmp_path)
+    result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, dev, "--eval-corpus", "dev"))
+    assert result.exit_code == 1 and "[SLA-E102]" in result.output and "'dev'" in result.output, result.output
+    assert not (tmp_path / "out").exists()
