@@ -545,9 +545,9 @@ class Errors(metaclass=SLACodes):
         "are kept."
     )
     E101 = (
-        "Stopped after {done} of {total} runs, without starting the others "
-        "({not_started}): {reason} Fix the cause and run the same command "
-        "again: the finished runs are kept."
+        "Stopped after {done} of {total} runs; not run (not started, or "
+        "stopped on Ray): {not_run}. Why: {reason} Fix the cause and run the "
+        "same command again: the finished runs are kept."
     )
     E102 = (
         "--eval-corpus takes config (each arm's [training] dev_corpus with "

@@ -137,15 +137,16 @@ def failure_message(run: Any, failure: RunFailure, run_config: Path, logged_eval
                               log=failure.log or "none (the step wrote no log)")
 
 
-def repeating_failure(results: Sequence[Any], arms: Sequence[str]) -> Optional[str]:
-    """Why the runs not yet started would fail as the finished ones did, or
+def repeating_failure(results: Sequence[Any], arms: Sequence[str], latest: Any = None) -> Optional[str]:
+    """Why the runs not yet finished would fail as the finished ones did, or
     None: a config that spaCy's validation refuses (every run of it is
-    refused), or the same error at the same step in the first run of every
-    arm. `results` are AbResults in the order of the plan."""
-    last = results[-1] if results else None
-    failure = getattr(last, "failure", None)
+    refused), or the same error at the same step in the first finished run
+    of every arm. `results` are the finished AbResults in the order of the
+    plan, `latest` the one that finished last (default: the last)."""
+    latest = latest if latest is not None else (results[-1] if results else None)
+    failure = getattr(latest, "failure", None)
     if failure is not None and failure.config_validation:
-        return (f"{run_label(last.run)} was refused by spaCy's config validation ({failure.error}), which every "
+        return (f"{run_label(latest.run)} was refused by spaCy's config validation ({failure.error}), which every "
                 "run of that config repeats.")
     firsts: Dict[str, Any] = {}
     for result in results:

@@ -350,7 +350,7 @@ def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = prin
     """Every run in order, its output in its own logs (train.log,
     evaluate.log) and a line for each here; once a failure is of a kind that
     every further run would repeat (repeating_failure), the others are not
-    started: their results are NOT_RUN, with the reason ([SLA-E101])."""
+    started: their results are NOT_RUN, with the reason."""
     results: List[AbResult] = []
     arms = list(dict.fromkeys(run.variant for run in runs))
     for position, run in enumerate(runs, 1):
@@ -365,11 +365,13 @@ def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = prin
         report(progress_line(position, len(runs), result))
         reason = repeating_failure(results, arms) if result.failed else None
         if reason is not None and position < len(runs):
-            rest = runs[position:]
-            stopped = Errors.E101.format(done=position, total=len(runs), reason=reason,
-                                         not_started=", ".join(other.name for other in rest))
-            return results + [AbResult(other, NOT_RUN, 0.0, error=stopped) for other in rest]
+            return results + [not_run(other, reason) for other in runs[position:]]
     return results
+
+
+def not_run(run: Any, reason: str) -> AbResult:
+    """The result of a run not started, or stopped on Ray, because of a failure that it would repeat."""
+    return AbResult(run, NOT_RUN, 0.0, error=reason)
 
 
 def progress_line(done: int, total: int, result: AbResult) -> str:
@@ -381,6 +383,8 @@ def progress_line(done: int, total: int, result: AbResult) -> str:
         what = (f"at the {result.failure.stage} step, {result.failure.error}" if result.failure is not None
                 else result.error)
         return f"{prefix} FAILED after {result.seconds:.0f} s: {what}{where}"
+    if result.status == NOT_RUN:
+        return f"{prefix} not run: a failure before it would repeat in it"
     verb = "trained and evaluated" if result.status == "trained" else "kept (finished before)"
     record = result.record or {}
     score = f": {record['metric']} = {record.get('score', float('nan')):.4f}" if "metric" in record else ""

@@ -10,10 +10,11 @@ from spacy.util import load_config
 from wasabi import msg
 
 from spacy_sla.ab.evaluation import CONFIG_CORPUS
+from spacy_sla.ab.failures import repeating_failure
 from spacy_sla.ab.outputs import AB_FILES, INTERIM_FILES, INTERIM_REPORT, REPORT
 from spacy_sla.ab.plan import AbPlan, dry_run_lines, finished_part, parse_size_overrides, parse_sizes, prepare
 from spacy_sla.ab.processes import AbInterrupted, stop_on_signals
-from spacy_sla.ab.runs import NOT_RUN, AbResult, execute_logged, lost_run, progress_line, run_sequentially
+from spacy_sla.ab.runs import NOT_RUN, AbResult, execute_logged, lost_run, not_run, progress_line, run_sequentially
 
 from ..ab.configs import init_variant_configs
 from ..ab.lock import hold_output_dir, live_holder
@@ -151,21 +152,24 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
 
         if plan.gpu_id >= 0 and ray_gpus_per_run <= 0:
             msg.warn(f"--gpu-id {plan.gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")
-        results: List[AbResult] = run_grid(runs, address=ray_address, cpus_per_run=ray_cpus_per_run,
-                                           gpus_per_run=ray_gpus_per_run, execute=execute_logged, lost=lost_run,
-                                           describe=progress_line)
+        results: List[AbResult] = run_grid(
+            runs, address=ray_address, cpus_per_run=ray_cpus_per_run, gpus_per_run=ray_gpus_per_run,
+            execute=execute_logged, lost=lost_run, describe=progress_line, not_run=not_run,
+            stop=lambda finished, latest: repeating_failure(finished, plan.arms, latest) if latest.failed else None)
     else:
         results = run_sequentially(runs)
     failed = [result for result in results if result.failed]
     for result in failed:  # a failure read from its log says what it is; others show the log's tail
         tail = "" if result.failure is not None else result.log_tail
         print(f"FAILED {result.run.name}: {result.error}\n" + "\n".join("    " + line for line in tail.splitlines()))
-    not_run = [result for result in results if result.status == NOT_RUN]
-    if not_run:
-        msg.fail(not_run[0].error)
-    if failed or not_run:
-        msg.fail(f"{len(failed)} of {len(results)} runs failed (see above){' and ' + str(len(not_run)) + ' were not started' if not_run else ''}; "
-                 "run the same command again to retry them. No report was written.", exits=1)
+    stopped = [result for result in results if result.status == NOT_RUN]
+    if stopped:
+        msg.fail(Errors.E101.format(done=len(results) - len(stopped), total=len(results), reason=stopped[0].error,
+                                    not_run=", ".join(result.run.name for result in stopped)))
+    if failed or stopped:
+        msg.fail(f"{len(failed)} of {len(results)} runs failed (see above)"
+                 + (f" and {len(stopped)} did not run" if stopped else "")
+                 + "; run the same command again to retry them. No report was written.", exits=1)
     paths = write_report(plan, runs, figure=not no_figure, by_mask=by_mask)
     print(paths["md"].read_text(encoding="utf8"))
     msg.good("Wrote " + ", ".join(str(path) for path in paths.values()))
