@@ -90,6 +90,18 @@ def dev_examples_text(section: Dict[str, Any]) -> str:
             f"plain; the arms' training scored with {reader}).")
 
 
+def self_check_text(section: Dict[str, Any]) -> str:
+    """How many runs' main scores agree with their training logs ([SLA-W010] at the top names the others)."""
+    rows = section.get("self_check", [])
+    checked = [row for row in rows if row["agrees"] is not None]
+    text = (f"Main score against each run's training log (the score it logged for the same model): "
+            f"{sum(row['agrees'] for row in checked)} of {len(checked)} checked runs agree")
+    if len(checked) < len(rows):
+        text += (f"; {len(rows) - len(checked)} not checked (no logged evaluation of that model: model-last is checked "
+                 "when the last evaluation was at max_steps)")
+    return text + "."
+
+
 def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
     plan = report["plan"]
     parts = [
@@ -126,7 +138,7 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
             f"Transformer `{setup['transformer']}`; pipeline {setup['pipeline']}; budget: max_steps "
             f"{setup['max_steps']}, max_epochs {setup['max_epochs']}, eval_frequency {setup['eval_frequency']}, "
             f"batcher {setup['batcher']}, accumulate_gradient {setup['accumulate_gradient']}. "
-            f"Training file `{section['train']}`; {section['dev_documents']} dev documents.",
+            f"Training file `{section['train']}`; {section['dev_documents']} dev documents. " + self_check_text(section),
             "",
             comparison_table(section, main=True),
             "",

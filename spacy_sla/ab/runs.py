@@ -30,7 +30,7 @@ from .variant_blocks import REFERENCE
 RUN_SETTINGS = "run.json"
 RUN_CONFIG = "train-config.cfg"
 TRAIN_LOG = "train-log.jsonl"  # spaCy's ConsoleLogger.v3 output: one JSON line per evaluation
-TRAIN_OUTPUT = "train.log"  # what `spacy train` printed, when it ran without a terminal (Ray)
+TRAIN_OUTPUT = "train.log"  # what `spacy train` printed (each run's output goes to its own logs)
 EVALUATE_OUTPUT = "evaluate.log"  # the same of the evaluation
 LOG_TAIL_LINES = 25  # of a failed run's log, shown with its failure
 NOT_RUN = "not run"  # a run not started because a failure before it would repeat in it

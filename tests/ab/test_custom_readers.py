@@ -102,6 +102,7 @@ def test_per_seed_scores_are_those_of_the_arms_dev_reader(project):
     assert "read by each arm's `[training] dev_corpus` `corpora.dev` (`Gold_ents_Corpus.v1`)" in text
     # the training logged the same numbers: no warning
     assert "[SLA-W010]" not in text and report(project, "out")["warnings"] == []
+    assert "4 of 4 checked runs agree" in text
     (section,) = report(project, "out")["sections"]
     assert all(row["agrees"] for row in section["self_check"]) and len(section["self_check"]) == 4
     evaluation = json.loads((project / "out" / "sla" / "seed0" / "dev-evaluation.json").read_text(encoding="utf8"))
@@ -129,7 +130,7 @@ def test_the_plain_option_gives_spacy_evaluates_numbers_and_a_warning(project):
             assert last["step"] == 2
             logged[(variant, seed)] = last["score"]
     disagreeing = {key for key, value in logged.items() if abs(value - scores[key[0]][str(key[1])]) > 0.0005}
-    assert disagreeing
+    assert disagreeing and f"{4 - len(disagreeing)} of 4 checked runs agree" in text
     for variant, seed in disagreeing:
         (warning,) = [warning for warning in warnings if f"of {variant} disagrees" in warning]
         assert (f"seed {seed}: {100 * scores[variant][str(seed)]:.2f} here, {100 * logged[(variant, seed)]:.2f} "

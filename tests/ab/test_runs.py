@@ -126,6 +126,8 @@ def test_the_report_shows_curves_cost_and_verdicts(comparison):
     main = next(row for row in sla_rows if row["score"] == "score")
     assert main["over_seeds"]["n"] == 2 and main["over_documents"]["resamples"] == 300
     assert "Transformer `" in text and "max_steps 4" in text and "Dev curve" in text
+    # every run's main score is the one its training logged at its last step, for the same model
+    assert report["warnings"] == [] and "4 of 4 checked runs agree" in text
 
 
 @pytest.mark.slow
