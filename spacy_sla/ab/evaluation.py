@@ -36,7 +36,6 @@ from .statistics import bootstrap_weights, matches
 EVALUATION_VERSION = 1  # bump when the file's content changes meaning: older files are evaluated again
 CONFIG_CORPUS, PLAIN_CORPUS = "config", "plain"  # how the dev examples are read: as `spacy train` / `spacy evaluate`
 EVAL_CORPORA = (CONFIG_CORPUS, PLAIN_CORPUS)
-PLAIN_READER = "spacy.Corpus.v1"
 # what the evaluation was doing when it failed, for failures.py
 LOAD, READ, SCORE, STATISTICS = "load the model", "read the dev examples", "nlp.evaluate", "per-document statistics"
 
