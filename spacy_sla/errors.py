@@ -56,6 +56,10 @@ class Warnings(metaclass=SLACodes):
         "use it, or name the copy (`--parser {copy}`) to silence this "
         "warning."
     )
+    W010 = (
+        "The report's main score of {arm} disagrees with what its own "
+        "training logged for the same model ({model}): {pairs}. {hint}"
+    )
 
 
 class Errors(metaclass=SLACodes):
@@ -645,6 +649,22 @@ class Errors(metaclass=SLACodes):
         "mixed_precision false`)."
     )
 
+    # Failed runs of `spacy sla ab`
+    E100 = (
+        "{run} failed at the {stage} step: {error}{where}. {same_way} Log: "
+        "{log}. Fix the cause and run the same command again: finished runs "
+        "are kept."
+    )
+    E101 = (
+        "Stopped after {done} of {total} runs; not run (not started, or "
+        "stopped on Ray): {not_run}. Why: {reason} Fix the cause and run the "
+        "same command again: the finished runs are kept."
+    )
+    E102 = (
+        "--eval-corpus takes config (each arm's [training] dev_corpus with "
+        "--paths.dev, as `spacy train` scores) or plain (spaCy's Corpus over "
+        "--paths.dev, as `spacy evaluate` scores); got '{value}'."
+    )
 
 class TransformerLoadFixes:
     """How to fix [SLA-E005], by what could not be loaded: the `fix` of its
@@ -673,4 +693,8 @@ class TransformerLoadFixes:
         "the model's tokenizer again with `AutoTokenizer.from_pretrained("
         "ORIGINAL).save_pretrained(DIRECTORY)` (SentencePiece models need "
         "`pip install spacy-sla[sentencepiece]` for that)."
+    )
+    AB_OFFLINE = (
+        "With `spacy sla ab`, give every arm a local model directory with "
+        "`--components.{component}.model.name PATH`."
     )

@@ -181,6 +181,8 @@ def run_grid(
     lost: Callable[[Any, str], Any],
     describe: Callable[[int, int, Any], str],
     report: Callable[[str], None] = print,
+    stop: Optional[Callable[[List[Any], Any], Optional[str]]] = None,
+    not_run: Optional[Callable[[Any, str], Any]] = None,
 ) -> List[Any]:
     """Run every run of the grid as a Ray task with the given resources
     (Ray starts as many at once as the cluster's CPUs and GPUs allow), report
@@ -189,7 +191,12 @@ def run_grid(
     max_retries times by Ray, then reported as failed like any other.
     execute(run, working_dir) is the task's body (a task grid's or an A/B's
     run: anything with a `name`: spacy_sla.ab.runs.AbRun, lab.grid.GridRun), lost(run, error) the outcome of a task that
-    died, describe(done, total, outcome) its progress line."""
+    died, describe(done, total, outcome) its progress line. stop(finished,
+    latest), with the outcomes finished so far in the order of `runs` and
+    the latest of them, may give a reason to cancel the tasks not finished
+    (a failure that they would repeat): those that had not started never
+    run, those running get a KeyboardInterrupt, and each becomes
+    not_run(run, reason)."""
     working_dir = os.getcwd()
     outcomes: Dict[int, Any] = {}
     with ray_session(address) as ray:
@@ -200,13 +207,20 @@ def run_grid(
             ).remote(run, working_dir): position
             for position, run in enumerate(runs)
         }
+        stopped: Optional[str] = None
         while pending:
             (finished,), _ = ray.wait(list(pending), num_returns=1)
             position = pending.pop(finished)
             try:
                 outcome = ray.get(finished)
+            except ray.exceptions.TaskCancelledError:
+                outcome = not_run(runs[position], stopped or "cancelled") if not_run else lost(runs[position], "cancelled")
             except Exception as error:  # the task itself died
                 outcome = lost(runs[position], str(error).splitlines()[0])
             outcomes[position] = outcome
             report(describe(len(outcomes), len(runs), outcome))
+            if stop is not None and stopped is None and pending:
+                stopped = stop([outcomes[done] for done in sorted(outcomes)], outcome)
+                for task in pending if stopped is not None else ():
+                    ray.cancel(task)
     return [outcomes[position] for position in range(len(runs))]

@@ -78,3 +78,42 @@ def test_a_local_instance_runs_on_the_loopback_address():
         remote_address = session.get(session.remote(lambda: __import__("ray").util.get_node_ip_address()).remote())
     assert not ray.is_initialized()
     assert (node_address, gcs_host, remote_address) == (LOOPBACK, LOOPBACK, LOOPBACK)
+
+
+
+class GridRun:
+    """A run of a grid: anything with a name."""
+
+    def __init__(self, position: int):
+        self.position, self.name = position, f"run{position}"
+
+
+def sleep_or_fail(run: GridRun, working_dir: str) -> dict:
+    """A grid's task: the first run fails at once, the others take long."""
+    import time
+
+    if run.position > 0:
+        time.sleep(120)
+    return {"position": run.position, "status": "failed" if run.position == 0 else "done"}
+
+
+@pytest.mark.slow
+def test_a_stop_reason_cancels_the_tasks_not_finished(ray_instance):
+    import sys
+
+    from spacy_sla.ray_session import run_grid
+
+    ray_instance.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import tests/
+    asked = []
+
+    def stop(finished, latest):
+        asked.append([outcome["position"] for outcome in finished])
+        return "it would repeat" if latest["status"] == "failed" else None
+
+    outcomes = run_grid([GridRun(position) for position in range(4)], execute=sleep_or_fail,
+                        lost=lambda run, error: {"position": run.position, "status": "lost"},
+                        describe=lambda done, total, outcome: outcome["status"], report=lambda line: None, stop=stop,
+                        not_run=lambda run, reason: {"position": run.position, "status": f"not run: {reason}"})
+    # the second run was running (2 CPUs), the others waiting: all stopped, none waited out its 120 s
+    assert [outcome["status"] for outcome in outcomes] == ["failed"] + ["not run: it would repeat"] * 3
+    assert asked == [[0]]  # asked once, after the first outcome; not again while the others are cancelled

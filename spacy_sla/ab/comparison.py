@@ -27,12 +27,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from spacy.util import load_config
 
 from spacy_sla.ab.plan import AbPlan
-from spacy_sla.ab.runs import AbRun, finished_settings, size_label, training_curve
+from spacy_sla.ab.runs import TRAIN_LOG, AbRun, finished_settings, logged_evaluations, size_label, training_curve
 
 from ..errors import Errors
 from .intervals import ALPHA, BETTER, NOT_SHOWN, TOO_FEW, WORSE, holm_adjusted, paired_difference, t_quantile_975
 from .mask_strata import NoLocalMaskError, kept_strata, rows_by_mask
 from .resampling import DrawValues, bootstrap_interval
+from .self_check import check_runs, logged_score, self_check_warnings
 from .variant_blocks import REFERENCE
 
 MAIN = "score"  # the weighted main score, as `spacy train` computes it
@@ -151,10 +152,17 @@ def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun], by_ma
         curves[variant] = {step: statistics.mean(values) for step, values in sorted(by_step.items())
                            if len(values) == len(seeds)}
     first = runs[0]
+    setup = _describe_config(reference_runs[0])
+    logged = {variant: {run.seed: logged_score(logged_evaluations(run.run_dir / TRAIN_LOG), plan.model,
+                                               setup["max_steps"])
+                        for run in runs if run.variant == variant} for variant in arms}
     section: Dict[str, Any] = {
         "size": size_label(size), "train": str(first.train_path), "dev": str(first.dev_path),
         "dev_documents": draws.n_documents, "seeds": seeds, "weights": weights, "rows": rows, "cost": cost,
-        "curves": curves, "setup": _describe_config(reference_runs[0]),
+        "curves": curves, "setup": setup,
+        # how the dev examples were read (evaluations before --eval-corpus read a plain Corpus)
+        "dev_examples": evaluations[(REFERENCE, reference_runs[0].seed)].get("corpus", {"mode": "plain"}),
+        "self_check": check_runs(scores[MAIN], logged),
         "methods": {key: sorted({evaluation["statistics"][key]["method"] for evaluation in evaluations.values()
                                  if key in evaluation["statistics"]}) for key in keys},
     }
@@ -206,7 +214,7 @@ def _main_score_by_mask(plan: AbPlan, runs: Sequence[AbRun], evaluations: Dict[A
 
         def strata_of(seed: int, variant: str = variant) -> List[bool]:
             run = by_run[(variant, seed)]
-            return kept_strata(run.model_dir, run.dev_path, run.run_dir)
+            return kept_strata(run.model_dir, run.dev_path, run.run_dir, run.eval_corpus)
 
         try:
             rows += rows_by_mask(variant, REFERENCE, seeds, evaluations, MAIN, plan.resamples, strata_of,
@@ -248,4 +256,6 @@ def build_report(plan: AbPlan, runs: Sequence[AbRun], by_mask: bool = False,
     for size in plan.sizes:
         sections.append(size_section(plan, size, [run for run in runs if run.size == size], by_mask))
     adjust(sections)
-    return {"plan": plan.to_json(), "sections": sections, "left_out": list(left_out)}
+    warnings = [warning for section in sections
+                for warning in self_check_warnings(section, plan.model, len(plan.sizes) > 1 or plan.sizes != [None])]
+    return {"plan": plan.to_json(), "sections": sections, "left_out": list(left_out), "warnings": warnings}

@@ -1,17 +1,22 @@
-"""One trained pipeline on a dev set, as `spacy evaluate` scores it, plus
-what a comparison needs besides the scores: the prediction speed and, for
-every score, its per-document statistics for the bootstrap over documents
-(score_statistics.py).
+"""One trained pipeline on a dev set, as its own training scores it
+(`spacy train`: the examples of the config's `[training] dev_corpus` reader
+with `--paths.dev`) or as `spacy evaluate` does (a plain spaCy Corpus over
+the dev file), plus what a comparison needs besides the scores: the
+prediction speed and, for every score, its per-document statistics for the
+bootstrap over documents (score_statistics.py).
 
 It runs as its own process (`python -m spacy_sla.ab.evaluation
 MODEL DEV OUTPUT`), like `spacy evaluate`, so that every model is scored
-with fresh memory, and on a Ray worker as well as here.
+with fresh memory, and on a Ray worker as well as here. When it fails, it
+writes beside OUTPUT what it was doing (failure_path), for the message that
+names the run (failures.py).
 """
 import argparse
 import json
 import time
+import traceback
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy import util
@@ -19,14 +24,58 @@ from spacy.cli._util import import_code
 from spacy.language import Language
 from spacy.scorer import Scorer
 from spacy.training import Corpus, Example
+from spacy.util import dot_to_object, registry
 from thinc.api import fix_random_seed, require_gpu
 
 from ..errors import Errors
 from ..files import write_atomically
+from ..layers.hf_shim import first_line
 from .counts import component_statistics
 from .statistics import bootstrap_weights, matches
 
 EVALUATION_VERSION = 1  # bump when the file's content changes meaning: older files are evaluated again
+CONFIG_CORPUS, PLAIN_CORPUS = "config", "plain"  # how the dev examples are read: as `spacy train` / `spacy evaluate`
+EVAL_CORPORA = (CONFIG_CORPUS, PLAIN_CORPUS)
+# what the evaluation was doing when it failed, for failures.py
+LOAD, READ, SCORE, STATISTICS = "load the model", "read the dev examples", "nlp.evaluate", "per-document statistics"
+
+
+def failure_path(output: Path) -> Path:
+    """Where a failed evaluation into `output` records what it was doing."""
+    return output.with_name(output.stem + ".failed.json")
+
+
+def config_dev_corpus(nlp: Language) -> Tuple[str, Optional[str]]:
+    """The dot name of the pipeline's `[training] dev_corpus` (spaCy fills
+    it in every saved config) and the name of its registered reader."""
+    dot_name = str(nlp.config["training"].get("dev_corpus", "corpora.dev"))
+    try:
+        block = dot_to_object(nlp.config, dot_name)
+    except KeyError:  # the config names no such section: reading it fails as in `spacy train`
+        return dot_name, None
+    return dot_name, block.get("@readers") if isinstance(block, dict) else None
+
+
+def dev_examples(nlp: Language, dev_path: Path, corpus: str = CONFIG_CORPUS) -> Tuple[List[Example], Dict[str, Any]]:
+    """The dev examples and how they were read. CONFIG_CORPUS: as `spacy
+    train` reads them for its evaluations (the pipeline's own config with
+    `--paths.dev` set, interpolated, its `[training] dev_corpus` resolved by
+    spaCy's registry and called with the pipeline), so a custom reader (gold
+    entities on the predicted Docs, filtered or augmented examples, another
+    file format) gives the examples training scored on. PLAIN_CORPUS: as
+    `spacy evaluate` reads them (spaCy's Corpus over the dev file)."""
+    dot_name, reader = config_dev_corpus(nlp)
+    how = {"mode": corpus, "dev_corpus": dot_name, "reader": reader}
+    if corpus == PLAIN_CORPUS:
+        return list(Corpus(dev_path)(nlp)), how
+    config = nlp.config.copy()
+    if "dev" in config.get("paths", {}):
+        config["paths"]["dev"] = str(dev_path)
+    # the reader's block resolved by spaCy's registry, as spacy.training.loop.train resolves its corpora
+    # (resolve_dot_names), but alone: the training corpus's path may be null here; the [training] block
+    # is not resolved either, since its logger would create folders
+    read = registry.resolve({"reader": dot_to_object(config.interpolate(), dot_name)})["reader"]
+    return list(read(nlp)), how
 
 
 def numeric_scores(scores: Dict[str, Any]) -> Dict[str, float]:
@@ -108,25 +157,39 @@ def score_statistics(
     return result
 
 
+class EvaluationStep:
+    """What the evaluation is doing, kept for the record of a failure."""
+
+    def __init__(self) -> None:
+        self.name = LOAD
+        self.corpus: Dict[str, Any] = {}
+
+
 def evaluate_model(
-    model_dir: Path, dev_path: Path, *, gpu_id: int = -1, resamples: int = 10000, random_seed: int = 0
+    model_dir: Path, dev_path: Path, *, gpu_id: int = -1, resamples: int = 10000, random_seed: int = 0,
+    corpus: str = CONFIG_CORPUS, step: Optional[EvaluationStep] = None,
 ) -> Dict[str, Any]:
-    """`spacy evaluate MODEL DEV`'s scores (the same steps: fixed random
-    seed, spaCy's Corpus reader, nlp.evaluate), the words per second of the
-    prediction nlp.evaluate timed, and the per-document statistics."""
+    """The model's scores on the dev examples (dev_examples; then as `spacy
+    evaluate` scores: fixed random seed, nlp.evaluate), the words per second
+    of the prediction nlp.evaluate timed, and the per-document statistics."""
+    step = step or EvaluationStep()
     fix_random_seed()
     if gpu_id >= 0:
         require_gpu(gpu_id)
     nlp = util.load_model(model_dir)
-    examples = list(Corpus(dev_path)(nlp))
+    step.name, step.corpus["dev_corpus"], step.corpus["reader"] = READ, *config_dev_corpus(nlp)
+    examples, how = dev_examples(nlp, dev_path, corpus)
     if not examples:
         raise ValueError(Errors.E031.format(path=dev_path))
     scorer = _KeepingScorer(nlp=nlp)  # what nlp.evaluate makes by default, keeping the predictions
+    step.name = SCORE
     started = time.perf_counter()
     scores = nlp.evaluate(examples, scorer=scorer)
     seconds = time.perf_counter() - started
+    step.name = STATISTICS
     return {
         "version": EVALUATION_VERSION,
+        "corpus": how,
         "scores": scores,
         "words": sum(len(example.predicted) for example in scorer.examples),
         "documents": len(examples),
@@ -146,10 +209,25 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--resamples", type=int, default=10000)
     parser.add_argument("--random-seed", type=int, default=0)
     parser.add_argument("--code", type=Path, default=None, help="the user's registered functions, as spacy evaluate --code")
+    parser.add_argument("--corpus", choices=EVAL_CORPORA, default=CONFIG_CORPUS,
+                        help="config: the pipeline's [training] dev_corpus, as spacy train; plain: spaCy's Corpus, as spacy evaluate")
     arguments = parser.parse_args(argv)
-    import_code(arguments.code)
-    evaluation = evaluate_model(arguments.model, arguments.dev, gpu_id=arguments.gpu_id,
-                                resamples=arguments.resamples, random_seed=arguments.random_seed)
+    failed = failure_path(arguments.output)
+    failed.unlink(missing_ok=True)
+    step = EvaluationStep()
+    try:
+        import_code(arguments.code)
+        evaluation = evaluate_model(arguments.model, arguments.dev, gpu_id=arguments.gpu_id,
+                                    resamples=arguments.resamples, random_seed=arguments.random_seed,
+                                    corpus=arguments.corpus, step=step)
+    except Exception as error:
+        frames = [{"file": frame.filename, "line": frame.lineno, "function": frame.name}
+                  for frame in traceback.extract_tb(error.__traceback__)]
+        record = {"step": step.name, "corpus": {"mode": arguments.corpus, **step.corpus},
+                  "error": type(error).__name__ + (f": {first_line(error)}" if str(error).strip() else ""),
+                  "frames": frames}
+        write_atomically(failed, json.dumps(record).encode("utf8"))
+        raise  # the whole traceback goes to the log
     write_atomically(arguments.output, json.dumps(evaluation).encode("utf8"))
 
 

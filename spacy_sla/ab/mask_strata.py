@@ -6,7 +6,8 @@ A document is "restricted" when the local mask of some transformer span of
 it hides at least one wordpiece pair (padding left out), as the model builds
 it in prediction (`local_masks`), from the parse its own pipeline gives the
 dev document's tokens (the components before the SLA model run on the
-Corpus reader's Docs, as in `spacy evaluate`). Where nothing is hidden the
+predicted Docs of the dev examples, read as the evaluation reads them:
+evaluation.dev_examples). Where nothing is hidden the
 local and the global branch see the same keys, so in prediction the layer is
 global attention.
 
@@ -19,11 +20,11 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence
 
 import numpy
 from spacy import util
-from spacy.training import Corpus
 
 from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
 from ..inspection import InspectionError, select_sla_model
+from .evaluation import CONFIG_CORPUS, dev_examples
 from .intervals import paired_difference
 from .resampling import DrawValues, bootstrap_interval
 from .statistics import full_set_value, restrict_statistic, statistic_from_json
@@ -39,9 +40,10 @@ class NoLocalMaskError(ValueError):
     """SLA-E040: the model has no local mask to split the dev set by."""
 
 
-def restricted_documents(model_dir: Path, dev_path: Path, batch_size: int = 32) -> List[bool]:
-    """Per dev document, in the Corpus reader's order, whether the model's
-    local mask hides a wordpiece pair in any of its spans."""
+def restricted_documents(model_dir: Path, dev_path: Path, batch_size: int = 32,
+                         corpus: str = CONFIG_CORPUS) -> List[bool]:
+    """Per dev example, in the order the evaluation reads them (`corpus`),
+    whether the model's local mask hides a wordpiece pair in any of its spans."""
     nlp = util.load_model(model_dir)
     try:
         location = select_sla_model(nlp)
@@ -49,7 +51,7 @@ def restricted_documents(model_dir: Path, dev_path: Path, batch_size: int = 32) 
             raise InspectionError("its SLA model has no local mask (mask = null: an SG-Net or LISA variant)")
     except InspectionError as error:
         raise NoLocalMaskError(Errors.E040.format(model=model_dir, reason=error)) from error
-    docs = [example.predicted for example in Corpus(dev_path)(nlp)]
+    docs = [example.predicted for example in dev_examples(nlp, dev_path, corpus)[0]]
     before = nlp.pipe_names[: nlp.pipe_names.index(location.component)]
     with nlp.select_pipes(enable=before):
         docs = list(nlp.pipe(docs, batch_size=batch_size))
@@ -62,7 +64,7 @@ def restricted_documents(model_dir: Path, dev_path: Path, batch_size: int = 32) 
     return restricted
 
 
-def kept_strata(model_dir: Path, dev_path: Path, run_dir: Path) -> List[bool]:
+def kept_strata(model_dir: Path, dev_path: Path, run_dir: Path, corpus: str = CONFIG_CORPUS) -> List[bool]:
     """restricted_documents, read from the run directory when computed there
     before for the same model and dev files. A model without a local mask is
     recorded as such (NoLocalMaskError again), so that the record answers
@@ -72,17 +74,20 @@ def kept_strata(model_dir: Path, dev_path: Path, run_dir: Path) -> List[bool]:
     path = run_dir / STRATA_FILE
     kept = json.loads(path.read_text(encoding="utf8")) if path.exists() else None
     if not model_dir.exists():
-        if kept is None or {key: kept.get("key", {}).get(key) for key in ("version", "dev")} != {
-                "version": STRATA_VERSION, "dev": file_fingerprint(dev_path)}:
-            raise ValueError(Errors.E044.format(run_dir=run_dir, model=model_dir,
-                                                record=f"split of the dev set {dev_path} by mask ({STRATA_FILE})"))
+        recorded = {key: kept.get("key", {}).get(key) for key in ("version", "dev")} if kept is not None else None
+        # records made before the corpus was part of the key read a plain Corpus
+        if recorded != {"version": STRATA_VERSION, "dev": file_fingerprint(dev_path)} \
+                or kept.get("key", {}).get("corpus", "plain") != corpus:
+            raise ValueError(Errors.E044.format(
+                run_dir=run_dir, model=model_dir,
+                record=f"split of the dev set {dev_path} by mask ({STRATA_FILE}) read with --eval-corpus {corpus}"))
         return _strata_of(kept)
     key = {"version": STRATA_VERSION, "model": file_fingerprint(model_dir / "meta.json"),
-           "dev": file_fingerprint(dev_path)}
+           "dev": file_fingerprint(dev_path), "corpus": corpus}
     if kept is not None and kept.get("key") == key:
         return _strata_of(kept)
     try:
-        restricted = restricted_documents(model_dir, dev_path)
+        restricted = restricted_documents(model_dir, dev_path, corpus=corpus)
     except NoLocalMaskError as error:
         write_atomically(path, json.dumps({"key": key, "no_local_mask": str(error)}).encode("utf8"))
         raise

@@ -38,10 +38,11 @@ import srsly
 from spacy.util import load_config
 from thinc.api import Config
 
-from ..errors import Errors
+from ..errors import Errors, TransformerLoadFixes
 from ..files import file_fingerprint, write_atomically
 from ..user_code import check_registered
 from .data import CORPUS_READER, _reader, check_dev_annotation, corpus_documents, draw_training_samples
+from .evaluation import CONFIG_CORPUS, EVAL_CORPORA
 from .manifest import arm_differences, read_manifest
 from .mask_strata import STRATA_FILE
 from .outputs import PLAN, check_outputs, record_outputs, report_names
@@ -116,6 +117,7 @@ class AbPlan:
     by_mask: bool = False  # each run records its mask strata (AbRun.by_mask)
     drop_models: bool = False  # each run deletes its models once its records are written
     code_path: Optional[Path] = None  # the user's registered functions (`--code`), imported here and by every run
+    eval_corpus: str = CONFIG_CORPUS  # how the dev examples are read for scoring (evaluation.dev_examples)
 
     @property
     def arms(self) -> List[str]:
@@ -133,8 +135,10 @@ class AbPlan:
         training data the reader cannot read or too small for a size, a dev
         set without documents or without the annotation the configs' scores
         need, plan or report files in OUTPUT_DIR that ab did not write.
-        train_data=False leaves the training data out (--report-only reads
-        records)."""
+        train_data=False leaves the training data and the loading of the
+        transformers out (--report-only reads records)."""
+        if self.eval_corpus not in EVAL_CORPORA:
+            raise ValueError(Errors.E102.format(value=self.eval_corpus))
         manifest = read_manifest(self.config_dir)
         unknown = [variant for variant in self.arms if variant not in manifest["arms"]]
         if unknown:
@@ -156,8 +160,9 @@ class AbPlan:
                 raise ValueError(Errors.E058.format(path=self.config_path(variant), variant=variant,
                                                     reference=self.config_path(REFERENCE), keys=shown,
                                                     transformer=transformer, config_dir=self.config_dir))
+        loaded: Dict[str, None] = {}  # the transformers loaded, by name and tokenizer settings
         for variant in self.arms:
-            self._check_attention(variant, transformer)
+            self._check_attention(variant, transformer, loaded if train_data else None)
         for size, settings in self.size_overrides.items():
             if size not in self.sizes:
                 raise ValueError(Errors.E043.format(size=size_label(size),
@@ -181,10 +186,12 @@ class AbPlan:
             raise ValueError(Errors.E057.format(path=path, variant=variant, config_dir=self.config_dir,
                                                 reason=" ".join(f"{type(error).__name__}: {error}".split()))) from None
 
-    def _check_attention(self, variant: str, transformer: str) -> None:
+    def _check_attention(self, variant: str, transformer: str, loaded: Optional[Dict[str, None]] = None) -> None:
         """The arm's attention as training builds it: the config with the
         run's settings (the overrides of every size), interpolated, its
-        mask built and its sla_layers checked against the model's layers."""
+        transformer's config and tokenizer loaded (unless `loaded` is None;
+        those in it are not loaded again), its mask built and its sla_layers
+        checked against the model's layers."""
         path = self.config_path(variant)
         for size in self.sizes:
             config = load_config(path, interpolate=False)
@@ -201,6 +208,8 @@ class AbPlan:
             if not isinstance(block, dict) or not isinstance(block.get("model"), dict):
                 continue  # not an init-config transformer block: nothing of attention to build
             model = block["model"]
+            if loaded is not None:
+                check_transformer_files(model, transformer, loaded)
             check_model_family(model)
             n_layers = transformer_layer_count(model.get("name")) if model.get("sla_layers") is not None else None
             try:
@@ -230,7 +239,7 @@ class AbPlan:
             AbRun(variant, seed, size, self.config_path(variant), self.output_dir, files[size], self.dev_path,
                   self.overrides_at(size), len(self.sizes) > 1 or self.sizes != [None], self.gpu_id, self.model,
                   self.resamples, self.random_seed, self.sample_seed, by_mask=self.by_mask,
-                  drop_models=self.drop_models, code_path=self.code_path)
+                  drop_models=self.drop_models, code_path=self.code_path, eval_corpus=self.eval_corpus)
             for size in self.sizes for seed in self.seeds for variant in self.arms
         ]
 
@@ -248,9 +257,28 @@ class AbPlan:
             "overrides": self.overrides,
             "size_overrides": {size_label(size): self.size_overrides[size]
                                for size in self.sizes if size in self.size_overrides},
-            "model": self.model, "resamples": self.resamples,
+            "model": self.model, "eval_corpus": self.eval_corpus, "resamples": self.resamples,
             "random_seed": self.random_seed, "gpu_id": self.gpu_id,
         }
+
+
+def check_transformer_files(model: Dict[str, Any], component: str, loaded: Dict[str, None]) -> None:
+    """[SLA-E005] with the override that fixes it when the model block's
+    transformer config or tokenizer cannot be loaded (offline, a hub name
+    that is not cached), before any run trains; the weights are left to
+    training. `loaded` holds what was loaded before."""
+    name = model.get("name")
+    if not isinstance(name, str) or "${" in name:
+        return
+    tokenizer_config = dict(model.get("tokenizer_config") or {})
+    key = json.dumps([name, tokenizer_config], sort_keys=True, default=str)
+    if key in loaded:
+        return
+    from ..layers.hf_shim import check_config_and_tokenizer
+
+    check_config_and_tokenizer(name, tokenizer_config,
+                               TransformerLoadFixes.HUB + " " + TransformerLoadFixes.AB_OFFLINE.format(component=component))
+    loaded[key] = None
 
 
 def prepare(plan: AbPlan) -> List[AbRun]:

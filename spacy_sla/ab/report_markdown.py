@@ -79,15 +79,41 @@ def curve_table(section: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def dev_examples_text(section: Dict[str, Any]) -> str:
+    """How the evaluation read the dev examples, in a sentence."""
+    corpus = section.get("dev_examples") or {}
+    reader = f"`{corpus.get('dev_corpus', 'corpora.dev')}` (`{corpus.get('reader') or 'its reader'}`)"
+    if corpus.get("mode") == "config":
+        return (f"Dev examples: read by each arm's `[training] dev_corpus` {reader} with the dev file, as `spacy train` "
+                "scores.")
+    return (f"Dev examples: read by spaCy's plain Corpus over the dev file, as `spacy evaluate` scores (--eval-corpus "
+            f"plain; the arms' training scored with {reader}).")
+
+
+def self_check_text(section: Dict[str, Any]) -> str:
+    """How many runs' main scores agree with their training logs ([SLA-W010] at the top names the others)."""
+    rows = section.get("self_check", [])
+    checked = [row for row in rows if row["agrees"] is not None]
+    text = (f"Main score against each run's training log (the score it logged for the same model): "
+            f"{sum(row['agrees'] for row in checked)} of {len(checked)} checked runs agree")
+    if len(checked) < len(rows):
+        text += (f"; {len(rows) - len(checked)} not checked (no logged evaluation of that model: model-last is checked "
+                 "when the last evaluation was at max_steps)")
+    return text + "."
+
+
 def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
     plan = report["plan"]
     parts = [
         "# Does SLA help this pipeline?",
         "",
+        *[line for warning in report.get("warnings", []) for line in (f"> **Warning** {warning}", "")],
         f"Configs: `{plan['config_dir']}` ({', '.join(plan['variants'])}; the reference is vanilla). "
         f"Training data: `{plan['train']}`; dev data: `{plan['dev']}`. Seeds: {', '.join(map(str, plan['seeds']))}. "
         f"Training sizes: {', '.join(plan['train_sizes'])} (samples drawn once with seed {plan['sample_seed']}, nested). "
-        f"Scored model: model-{plan['model']}. Overrides: {plan['overrides'] or 'none'}"
+        f"Scored model: model-{plan['model']}. " + (dev_examples_text(report["sections"][0]) + " "
+                                                    if report["sections"] else "")
+        + f"Overrides: {plan['overrides'] or 'none'}"
         + "".join(f"; at size {size}: {settings}" for size, settings in plan.get("size_overrides", {}).items()) + ".",
         "",
         "How to read it: Δ is variant − vanilla of the same seed, ×100. The t-interval covers the randomness of training "
@@ -112,7 +138,7 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
             f"Transformer `{setup['transformer']}`; pipeline {setup['pipeline']}; budget: max_steps "
             f"{setup['max_steps']}, max_epochs {setup['max_epochs']}, eval_frequency {setup['eval_frequency']}, "
             f"batcher {setup['batcher']}, accumulate_gradient {setup['accumulate_gradient']}. "
-            f"Training file `{section['train']}`; {section['dev_documents']} dev documents.",
+            f"Training file `{section['train']}`; {section['dev_documents']} dev documents. " + self_check_text(section),
             "",
             comparison_table(section, main=True),
             "",

@@ -22,7 +22,8 @@ from ..errors import Errors
 from ..files import file_fingerprint, write_atomically
 from ..user_code import import_user_code
 from .children import TRAINER_RECORD, check_no_live_trainer
-from .evaluation import EVALUATION_VERSION
+from .evaluation import CONFIG_CORPUS, EVALUATION_VERSION
+from .failures import EVALUATE, TRAIN, RunFailure, failure_message, read_failure, repeating_failure
 from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
 from .processes import AbInterrupted, run_command
 from .variant_blocks import REFERENCE
@@ -30,9 +31,10 @@ from .variant_blocks import REFERENCE
 RUN_SETTINGS = "run.json"
 RUN_CONFIG = "train-config.cfg"
 TRAIN_LOG = "train-log.jsonl"  # spaCy's ConsoleLogger.v3 output: one JSON line per evaluation
-TRAIN_OUTPUT = "train.log"  # what `spacy train` printed, when it ran without a terminal (Ray)
+TRAIN_OUTPUT = "train.log"  # what `spacy train` printed (each run's output goes to its own logs)
 EVALUATE_OUTPUT = "evaluate.log"  # the same of the evaluation
 LOG_TAIL_LINES = 25  # of a failed run's log, shown with its failure
+NOT_RUN = "not run"  # a run not started because a failure before it would repeat in it
 EVALUATION = "dev-evaluation.json"
 MODELS = ("model-last", "model-best")  # what `spacy train` saves in a run directory
 ALL = "all"
@@ -65,6 +67,8 @@ class AbRun:
     by_mask: bool = False  # record which dev documents the mask restricts (needs the model)
     drop_models: bool = False  # then delete the models, keeping the records the report needs
     code_path: Optional[Path] = None  # the user's registered functions, as `spacy train --code` takes them
+    # how the dev examples are read for scoring (evaluation.dev_examples); training does not depend on it
+    eval_corpus: str = CONFIG_CORPUS
 
     @property
     def name(self) -> str:
@@ -100,7 +104,7 @@ class AbRun:
 
     def evaluate_command(self) -> List[str]:
         return evaluation_command(self.model_dir, self.dev_path, self.run_dir / EVALUATION, self.gpu_id,
-                                  self.resamples, self.random_seed, self.code_path)
+                                  self.resamples, self.random_seed, self.code_path, self.eval_corpus)
 
 
 def has_setting(config: Dict[str, Any], dotted: str) -> bool:
@@ -176,10 +180,11 @@ def code_arguments(code_path: Optional[Path]) -> List[str]:
 
 
 def evaluation_command(model_dir: Path, dev_path: Path, output: Path, gpu_id: int = -1, resamples: int = 10000,
-                       random_seed: int = 0, code_path: Optional[Path] = None) -> List[str]:
+                       random_seed: int = 0, code_path: Optional[Path] = None,
+                       corpus: str = CONFIG_CORPUS) -> List[str]:
     return [sys.executable, "-m", "spacy_sla.ab.evaluation", str(model_dir), str(dev_path), str(output),
             "--gpu-id", str(gpu_id), "--resamples", str(resamples), "--random-seed", str(random_seed),
-            *code_arguments(code_path)]
+            "--corpus", corpus, *code_arguments(code_path)]
 
 
 def evaluate_saved_model(
@@ -192,20 +197,23 @@ def evaluate_saved_model(
     random_seed: int = 0,
     log_path: Optional[Path] = None,
     code_path: Optional[Path] = None,
+    corpus: str = CONFIG_CORPUS,
 ) -> Dict[str, Any]:
-    """Score a saved pipeline on a dev set (dev_evaluation in its own
-    process: `spacy evaluate`'s scores, the speed, the per-document
-    statistics) into output, or read the evaluation made there before of
-    the same model, dev file and draws."""
+    """Score a saved pipeline on a dev set (evaluation.py in its own
+    process: the scores on the dev examples read as `corpus` says, the
+    speed, the per-document statistics) into output, or read the
+    evaluation made there before of the same model, dev file, reading and
+    draws."""
     key = {"version": EVALUATION_VERSION, "model": file_fingerprint(model_dir / "meta.json"),
-           "dev": file_fingerprint(dev_path), "resamples": resamples, "random_seed": random_seed}
+           "dev": file_fingerprint(dev_path), "resamples": resamples, "random_seed": random_seed, "corpus": corpus}
     if code_path is not None:
         key["code"] = file_fingerprint(code_path)
     if output.exists():
         kept = json.loads(output.read_text(encoding="utf8"))
         if kept.get("key") == key:
             return kept
-    run_command(evaluation_command(model_dir, dev_path, output, gpu_id, resamples, random_seed, code_path), log_path)
+    run_command(evaluation_command(model_dir, dev_path, output, gpu_id, resamples, random_seed, code_path, corpus),
+                log_path)
     evaluation = json.loads(output.read_text(encoding="utf8"))
     evaluation["key"] = key
     write_atomically(output, json.dumps(evaluation).encode("utf8"))
@@ -215,16 +223,19 @@ def evaluate_saved_model(
 def evaluate(run: AbRun, log_path: Optional[Path] = None) -> Dict[str, Any]:
     """The run's model on the dev set (evaluate_saved_model); once the model
     is deleted, the evaluation recorded before (train() deletes it when the
-    run trains again, so it belongs to this run's model)."""
+    run trains again, so it belongs to this run's model) when it read the
+    dev set the same way (evaluations before --eval-corpus read a plain Corpus)."""
     if not run.model_dir.exists():
         path = run.run_dir / EVALUATION
-        if not path.exists():
+        recorded = json.loads(path.read_text(encoding="utf8")) if path.exists() else None
+        if recorded is None or recorded.get("key", {}).get("corpus", "plain") != run.eval_corpus:
             raise ValueError(Errors.E044.format(run_dir=run.run_dir, model=run.model_dir,
-                                                record=f"evaluation ({EVALUATION})"))
-        return json.loads(path.read_text(encoding="utf8"))
+                                                record=f"evaluation ({EVALUATION}) of the dev examples read with "
+                                                       f"--eval-corpus {run.eval_corpus}"))
+        return recorded
     return evaluate_saved_model(run.model_dir, run.dev_path, run.run_dir / EVALUATION, gpu_id=run.gpu_id,
                                 resamples=run.resamples, random_seed=run.random_seed, log_path=log_path,
-                                code_path=run.code_path)
+                                code_path=run.code_path, corpus=run.eval_corpus)
 
 
 def record_mask_strata(run: AbRun) -> None:
@@ -233,7 +244,7 @@ def record_mask_strata(run: AbRun) -> None:
     if run.variant == REFERENCE:
         return
     try:
-        kept_strata(run.model_dir, run.dev_path, run.run_dir)
+        kept_strata(run.model_dir, run.dev_path, run.run_dir, run.eval_corpus)
     except NoLocalMaskError:
         pass  # recorded as such; the report names the variant as left out
 
@@ -266,12 +277,13 @@ class AbResult:
     grid (anything with a name and a run_dir)."""
 
     run: Any
-    status: str  # "trained", "kept" or "failed"
+    status: str  # "trained", "kept", "failed" or NOT_RUN
     seconds: float
     record: Optional[Dict[str, Any]] = None  # the run's record with its scores (with "metric" and "score" in the lab's)
     error: str = ""
     log_tail: str = ""
     log_path: Optional[Path] = None  # the log that says why a run failed, where there is one
+    failure: Optional[RunFailure] = None  # the failed step, what the log says of it
 
     @property
     def failed(self) -> bool:
@@ -288,12 +300,12 @@ def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -
         if not Path(working_dir).is_dir():
             return AbResult(run, "failed", 0.0, error=f"the working directory {working_dir} is not on this node")
         os.chdir(working_dir)
-    stage = "train"
+    stage = TRAIN
     try:
         import_user_code(run.code_path)  # the mask strata load the model in this process
         record = train(run, run.run_dir / TRAIN_OUTPUT if logs else None)
         kept = bool(record.get("kept"))  # train() checked finished_settings (a hash of the training data) once
-        stage = "evaluate"
+        stage = EVALUATE
         evaluation = evaluate(run, run.run_dir / EVALUATE_OUTPUT if logs else None)
         if run.by_mask:
             stage = "split the dev set by mask"
@@ -302,11 +314,14 @@ def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -
             drop_models(run)
         return AbResult(run, "kept" if kept else "trained", time.perf_counter() - started,
                          record={**record, "scores": evaluation["scores"]})
-    except subprocess.CalledProcessError as error:
-        log = run.run_dir / f"{stage}.log"
-        tail = log_tail(log)
+    except subprocess.CalledProcessError:
+        log = run.run_dir / (TRAIN_OUTPUT if stage == TRAIN else EVALUATE_OUTPUT)
+        failure = read_failure(stage, log if logs else None, run.run_dir / EVALUATION if stage == EVALUATE else None)
+        message = failure_message(run, failure, run.run_dir / RUN_CONFIG,
+                                  len(logged_evaluations(run.run_dir / TRAIN_LOG)))
         return AbResult(run, "failed", time.perf_counter() - started,
-                         error=f"`{stage}` exited with status {error.returncode}", log_tail=tail)
+                         error=message,
+                         log_tail=log_tail(log if logs else None), log_path=failure.log, failure=failure)
     except Exception as error:  # a broken config, an unreadable file: report, don't stop the grid
         return AbResult(run, "failed", time.perf_counter() - started, error=f"{stage}: {type(error).__name__}: {error}",
                          log_tail=traceback.format_exc(limit=-3))
@@ -334,17 +349,31 @@ def lost_run(run: Any, error: str) -> AbResult:
 
 
 def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = print) -> List[AbResult]:
-    results = []
+    """Every run in order, its output in its own logs (train.log,
+    evaluate.log) and a line for each here; once a failure is of a kind that
+    every further run would repeat (repeating_failure), the others are not
+    started: their results are NOT_RUN, with the reason."""
+    results: List[AbResult] = []
+    arms = list(dict.fromkeys(run.variant for run in runs))
     for position, run in enumerate(runs, 1):
-        report(f"[{position}/{len(runs)}] {run.name}: " + " ".join(run.train_command()))
+        report(f"[{position}/{len(runs)}] {run.name}: " + " ".join(run.train_command())
+               + f"    (output: {run.run_dir / TRAIN_OUTPUT}, {run.run_dir / EVALUATE_OUTPUT})")
         try:
-            result = execute(run)
+            result = execute(run, logs=True)
         except AbInterrupted as stop:
             stop.run_name = run.name
             raise
         results.append(result)
         report(progress_line(position, len(runs), result))
+        reason = repeating_failure(results, arms) if result.failed else None
+        if reason is not None and position < len(runs):
+            return results + [not_run(other, reason) for other in runs[position:]]
     return results
+
+
+def not_run(run: Any, reason: str) -> AbResult:
+    """The result of a run not started, or stopped on Ray, because of a failure that it would repeat."""
+    return AbResult(run, NOT_RUN, 0.0, error=reason)
 
 
 def progress_line(done: int, total: int, result: AbResult) -> str:
@@ -353,7 +382,11 @@ def progress_line(done: int, total: int, result: AbResult) -> str:
     prefix = f"[{done}/{total}] {result.run.name}"
     if result.failed:
         where = f" (log: {result.log_path})" if result.log_path else ""
-        return f"{prefix} FAILED after {result.seconds:.0f} s: {result.error}{where}"
+        what = (f"at the {result.failure.stage} step, {result.failure.error}" if result.failure is not None
+                else result.error)
+        return f"{prefix} FAILED after {result.seconds:.0f} s: {what}{where}"
+    if result.status == NOT_RUN:
+        return f"{prefix} not run: a failure before it would repeat in it"
     verb = "trained and evaluated" if result.status == "trained" else "kept (finished before)"
     record = result.record or {}
     score = f": {record['metric']} = {record.get('score', float('nan')):.4f}" if "metric" in record else ""

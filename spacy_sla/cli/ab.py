@@ -9,10 +9,12 @@ from spacy.cli._util import Arg, Opt, parse_config_overrides
 from spacy.util import load_config
 from wasabi import msg
 
+from spacy_sla.ab.evaluation import CONFIG_CORPUS
+from spacy_sla.ab.failures import repeating_failure
 from spacy_sla.ab.outputs import AB_FILES, INTERIM_FILES, INTERIM_REPORT, REPORT
 from spacy_sla.ab.plan import AbPlan, dry_run_lines, finished_part, parse_size_overrides, parse_sizes, prepare
 from spacy_sla.ab.processes import AbInterrupted, stop_on_signals
-from spacy_sla.ab.runs import AbResult, execute_logged, lost_run, progress_line, run_sequentially
+from spacy_sla.ab.runs import NOT_RUN, AbResult, execute_logged, lost_run, not_run, progress_line, run_sequentially
 
 from ..ab.configs import init_variant_configs
 from ..ab.lock import hold_output_dir, live_holder
@@ -99,6 +101,7 @@ def ab_cli(
     by_mask: bool = Opt(False, "--by-mask", help="Also compare the main score where each variant's mask restricts and where it hides nothing"),
     drop_models: bool = Opt(False, "--drop-models", help="Delete each run's model-last and model-best once it is scored: the runs' records (a few MB) are what the report and a later call need"),
     code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP + "; passed on to every `spacy train` and evaluation", exists=True, dir_okay=False),
+    eval_corpus: str = Opt(CONFIG_CORPUS, "--eval-corpus", help="How the dev examples are read for scoring: config (each arm's [training] dev_corpus reader with --paths.dev, as `spacy train` scores) or plain (spaCy's Corpus over --paths.dev, as `spacy evaluate` scores)"),
 ):
     """Train vanilla and each variant with every seed (`spacy train`), score
     the last models on the dev set, and write a report: per score, the
@@ -120,7 +123,7 @@ def ab_cli(
                       parse_sizes(_split(train_sizes)), sample_seed, overrides, gpu_id,
                       "best" if best else "last", resamples, size_overrides=parse_size_overrides(size_override),
                       by_mask=by_mask, drop_models=drop_models,
-                      code_path=None if code_path is None else code_path.resolve())
+                      code_path=None if code_path is None else code_path.resolve(), eval_corpus=eval_corpus)
         if dry_run:
             plan.check()
             _warn_of_edited_arms(plan)
@@ -149,17 +152,24 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
 
         if plan.gpu_id >= 0 and ray_gpus_per_run <= 0:
             msg.warn(f"--gpu-id {plan.gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")
-        results: List[AbResult] = run_grid(runs, address=ray_address, cpus_per_run=ray_cpus_per_run,
-                                           gpus_per_run=ray_gpus_per_run, execute=execute_logged, lost=lost_run,
-                                           describe=progress_line)
+        results: List[AbResult] = run_grid(
+            runs, address=ray_address, cpus_per_run=ray_cpus_per_run, gpus_per_run=ray_gpus_per_run,
+            execute=execute_logged, lost=lost_run, describe=progress_line, not_run=not_run,
+            stop=lambda finished, latest: repeating_failure(finished, plan.arms, latest) if latest.failed else None)
     else:
         results = run_sequentially(runs)
     failed = [result for result in results if result.failed]
-    for result in failed:
-        print(f"FAILED {result.run.name}: {result.error}\n" + "\n".join("    " + line for line in result.log_tail.splitlines()))
-    if failed:
-        msg.fail(f"{len(failed)} of {len(results)} runs failed (see above); run the same command again to retry them. "
-                 "No report was written.", exits=1)
+    for result in failed:  # a failure read from its log says what it is; others show the log's tail
+        tail = "" if result.failure is not None else result.log_tail
+        print(f"FAILED {result.run.name}: {result.error}\n" + "\n".join("    " + line for line in tail.splitlines()))
+    stopped = [result for result in results if result.status == NOT_RUN]
+    if stopped:
+        msg.fail(Errors.E101.format(done=len(results) - len(stopped), total=len(results), reason=stopped[0].error,
+                                    not_run=", ".join(result.run.name for result in stopped)))
+    if failed or stopped:
+        msg.fail(f"{len(failed)} of {len(results)} runs failed (see above)"
+                 + (f" and {len(stopped)} did not run" if stopped else "")
+                 + "; run the same command again to retry them. No report was written.", exits=1)
     paths = write_report(plan, runs, figure=not no_figure, by_mask=by_mask)
     print(paths["md"].read_text(encoding="utf8"))
     msg.good("Wrote " + ", ".join(str(path) for path in paths.values()))

@@ -2,9 +2,10 @@ import os
 import pickle
 import traceback
 import warnings
+from contextlib import contextmanager
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterator, Mapping, Optional
 
 import srsly
 import torch
@@ -15,7 +16,7 @@ from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
 from thinc.api import get_torch_default_device
 from thinc.types import ArgsKwargs
-from transformers import AutoTokenizer, PretrainedConfig
+from transformers import AutoConfig, AutoTokenizer, PretrainedConfig
 from transformers.utils import is_sentencepiece_available
 
 from ..errors import Errors, TransformerLoadFixes, Warnings
@@ -229,28 +230,46 @@ def _vocabulary_file_name(name: str, tokenizer_config: dict) -> str:
         return "the file its tokenizer class names as vocab_file"
 
 
-def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict) -> HFObjects:
-    """The tokenizer and encoder from a local directory or the hub; whatever
-    prevents finding or reading them is [SLA-E005], which names what was
-    looked for and how to fix it."""
+@contextmanager
+def coded_load_errors(name: str, hub_fix: str = TransformerLoadFixes.HUB) -> Iterator[None]:
+    """Turn what prevents finding or reading a Hugging Face model's files
+    into [SLA-E005], which names what was looked for and how to fix it."""
     local = Path(str(name)).expanduser()
     if _is_local_path(str(name)) and not local.exists():
         # Hugging Face would try it as a hub id and fail on its form
         # (HFValidationError), without saying that the directory is missing.
         reason = f"the local directory {local.resolve()} does not exist"
-        raise OSError(Errors.E005.format(name=name, reason=reason, fix=TransformerLoadFixes.HUB))
+        raise OSError(Errors.E005.format(name=name, reason=reason, fix=hub_fix))
     try:
-        return huggingface_from_pretrained(name, dict(tokenizer_config), dict(transformer_config))
+        yield
     except (OSError, HFValidationError) as error:
         reason = first_line(error)
         if not local.exists():
             reason += f"; nor is there a local directory {local.resolve()}"
-        raise OSError(Errors.E005.format(name=name, reason=reason, fix=TransformerLoadFixes.HUB)) from error
+        raise OSError(Errors.E005.format(name=name, reason=reason, fix=hub_fix)) from error
     except (ImportError, ValueError) as error:
         if not is_missing_library(error):
             raise
         raise OSError(Errors.E005.format(name=name, reason=missing_library_reason(error),
                                          fix=TransformerLoadFixes.LIBRARY)) from error
+
+
+def check_config_and_tokenizer(name: str, tokenizer_config: dict, hub_fix: str = TransformerLoadFixes.HUB) -> None:
+    """Load the model's config and tokenizer (not its weights), as training
+    will: [SLA-E005] when they cannot be found or read, in seconds rather
+    than when a training starts."""
+    with coded_load_errors(name, hub_fix):
+        AutoConfig.from_pretrained(name)
+        AutoTokenizer.from_pretrained(name, **dict(tokenizer_config))
+
+
+def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict) -> HFObjects:
+    """The tokenizer and encoder from a local directory or the hub; whatever
+    prevents finding or reading them is [SLA-E005], which names what was
+    looked for and how to fix it."""
+    try:
+        with coded_load_errors(name):
+            return huggingface_from_pretrained(name, dict(tokenizer_config), dict(transformer_config))
     except TypeError as error:
         # spacy-transformers opens tokenizer.vocab_file, None for a fast
         # tokenizer read from tokenizer.json alone

@@ -73,3 +73,27 @@ def test_an_empty_dev_set_is_refused(tmp_path):
     DocBin(docs=[]).to_disk(tmp_path / "dev.spacy")
     with pytest.raises(ValueError, match=r"\[SLA-E031\]"):
         evaluate_model(tmp_path / "model", tmp_path / "dev.spacy")
+
+
+@spacy.util.registry.readers("test.first_examples.v1")
+def first_examples(file: str, n: int):
+    """A reader of the user's own: the first n examples of a .spacy file, under another setting name than path."""
+    corpus = spacy.training.Corpus(file)
+    return lambda nlp: list(corpus(nlp))[:n]
+
+
+def test_the_dev_set_is_read_by_the_configs_dev_corpus_or_by_a_plain_corpus(tmp_path):
+    nlp = trained_textcat()
+    nlp.to_disk(tmp_path / "model")
+    config = spacy.util.load_config(tmp_path / "model" / "config.cfg", interpolate=False)
+    config["corpora"]["dev"] = {"@readers": "test.first_examples.v1", "file": "${paths.dev}", "n": 2}
+    config.to_disk(tmp_path / "model" / "config.cfg")
+    DocBin(docs=labelled_docs(nlp), store_user_data=True).to_disk(tmp_path / "dev.spacy")
+    evaluation = evaluate_model(tmp_path / "model", tmp_path / "dev.spacy", resamples=20)
+    assert evaluation["corpus"] == {"mode": "config", "dev_corpus": "corpora.dev", "reader": "test.first_examples.v1"}
+    assert evaluation["documents"] == 2
+    two = nlp.evaluate(list(spacy.training.Corpus(str(tmp_path / "dev.spacy"))(nlp))[:2])
+    assert evaluation["scores"]["cats_macro_f"] == pytest.approx(two["cats_macro_f"])
+    plain = evaluate_model(tmp_path / "model", tmp_path / "dev.spacy", resamples=20, corpus="plain")
+    assert plain["documents"] == 6 and plain["corpus"]["mode"] == "plain"
+    assert plain["corpus"]["reader"] == "test.first_examples.v1"  # what training read, named in the report

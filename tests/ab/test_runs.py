@@ -126,6 +126,8 @@ def test_the_report_shows_curves_cost_and_verdicts(comparison):
     main = next(row for row in sla_rows if row["score"] == "score")
     assert main["over_seeds"]["n"] == 2 and main["over_documents"]["resamples"] == 300
     assert "Transformer `" in text and "max_steps 4" in text and "Dev curve" in text
+    # every run's main score is the one its training logged at its last step, for the same model
+    assert report["warnings"] == [] and "4 of 4 checked runs agree" in text
 
 
 @pytest.mark.slow
@@ -251,6 +253,12 @@ def test_kept_strata_answer_for_a_deleted_model(tmp_path):
 
     dev = write_corpus(tmp_path / "dev.spacy", annotated_docs(3, 0))
     key = {"version": STRATA_VERSION, "model": {"size": 1, "sha256": "x"}, "dev": file_fingerprint(dev)}
+    # a record without the reading in its key read a plain Corpus
+    (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "restricted": [True, False, True]}), encoding="utf8")
+    assert kept_strata(tmp_path / "model-last", dev, tmp_path, "plain") == [True, False, True]
+    with pytest.raises(ValueError, match=r"\[SLA-E044\].*--eval-corpus config"):
+        kept_strata(tmp_path / "model-last", dev, tmp_path)
+    key["corpus"] = "config"
     (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "restricted": [True, False, True]}), encoding="utf8")
     assert kept_strata(tmp_path / "model-last", dev, tmp_path) == [True, False, True]
     (tmp_path / STRATA_FILE).write_text(json.dumps({"key": key, "no_local_mask": "[SLA-E040] none"}), encoding="utf8")
