@@ -1,4 +1,4 @@
-"""`python -m lab COMMAND ...` from the repository root."""
+"""`python -m replication COMMAND ...` from the repository root."""
 from .cli import app
 
-app(prog_name="python -m lab")
+app(prog_name="python -m replication")

@@ -19,7 +19,7 @@ has the format of `experiments.evaluate_runs`' records, with the variant
   gradient norm over all parameters clipped at `grad_clip`; learning rate
   linear warm-up over `warmup_steps`, then linear decay to 0 at `max_steps`
   (thinc's `warmup_linear.v1`, which the configs use).
-- Scores from the project's own scorers (`spacy_sla.training.scorers`) on
+- Scores from the project's own scorers (`replication.scorers`) on
   spaCy Examples whose predicted Docs carry the fine-tune's predictions, so
   the metric is computed exactly as for the spaCy runs.
 
@@ -42,13 +42,13 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from spacy_sla.token_ner import bio_spans
-from spacy_sla.training.scorers import entity_score, error_detection_score, textcat_score
+from replication.scorers import entity_score, error_detection_score, textcat_score
+from replication.token_ner import bio_spans
 
 from .tasks import TASKS
 
 VARIANT = "plain"
-CONFIG_NAME = "plain fine-tune (lab.baseline)"
+CONFIG_NAME = "plain fine-tune (replication.baseline)"
 SEQUENCE_TASKS = ("cola", "sst2")
 TOKEN_TASKS = ("conll2003", "fce")
 POOLINGS = ("mean", "cls")

@@ -1,4 +1,4 @@
-"""`python -m lab COMMAND`: the paper's replication, run from the repository
+"""`python -m replication COMMAND`: the paper's replication, run from the repository
 root (project.yml's workflows): convert, prepare, link-model, train,
 evaluate, experiment, compare, bootstrap, curves, gate-summary, baseline."""
 import json
@@ -9,9 +9,9 @@ import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
-from spacy_sla import ray_session
-from spacy_sla.inspection import InspectionError
+from spacy_sla.inspection.trained_pipeline import InspectionError
 from spacy_sla.parsers import installed_default_parser, resolve_parser
+from spacy_sla.tool_support import ray_session
 
 from .baseline import (
     CLIPS,
@@ -49,7 +49,7 @@ from .gate_comparison import compare_gates, gate_tables, read_gate_pair
 from .tasks import TASKS
 
 app = typer.Typer(
-    name="lab",
+    name="replication",
     help="The replication of Li et al. (2021): data conversion, training, evaluation and comparison of the attention variants.",
     no_args_is_help=True,
     add_completion=False,
@@ -206,7 +206,7 @@ def train_cli(
 def evaluate_cli(
     task: str = Arg(..., help=f"Task: {', '.join(TASKS)}"),
     corpus_dir: Path = Arg(..., help="Directory with dev.spacy", exists=True, file_okay=False),
-    training_dir: Path = Arg(..., help="The output_dir of `python -m lab train`", exists=True, file_okay=False),
+    training_dir: Path = Arg(..., help="The output_dir of `python -m replication train`", exists=True, file_okay=False),
     metrics_dir: Path = Arg(..., help="Records go to metrics_dir/VARIANT/seedN.json"),
     gpu_id: int = Opt(-1, "--gpu-id"),
 ):
@@ -234,7 +234,7 @@ def compare_cli(
 def bootstrap_cli(
     task: str = Arg(..., help=f"Task: {', '.join(TASKS)}"),
     corpus_dir: Path = Arg(..., help="Directory with dev.spacy", exists=True, file_okay=False),
-    training_dir: Path = Arg(..., help="The output_dir of `python -m lab train`", exists=True, file_okay=False),
+    training_dir: Path = Arg(..., help="The output_dir of `python -m replication train`", exists=True, file_okay=False),
     variants: str = Opt("sla,window", "--variants", help="Comma-separated variants to compare with the reference"),
     reference: str = Opt("vanilla", "--reference", help="The variant the differences are taken to"),
     seeds: str = Opt("", "--seeds", help="Comma-separated seeds (default: every seed both variants were trained with)"),
@@ -342,7 +342,7 @@ def experiment_cli(
     except (ConversionError, OSError) as error:
         _conversion_failed(error, f"prepare the {task} corpus")
     extra = parse_config_overrides(ctx.args)
-    if ray_session.on_ray(ray, ray_address):  # the same runs, records and layout, as Ray tasks (lab/grid.py)
+    if ray_session.on_ray(ray, ray_address):  # the same runs, records and layout, as Ray tasks (replication/grid.py)
         from .grid import experiment_on_ray
 
         n_failed = experiment_on_ray(
@@ -363,7 +363,7 @@ def experiment_cli(
 @app.command("baseline")
 def baseline_cli(
     task: str = Arg(..., help=f"Task: {', '.join(SEQUENCE_TASKS + TOKEN_TASKS)}"),
-    corpus_dir: Path = Arg(..., help="Directory with train.spacy and dev.spacy (from `python -m lab prepare`)", exists=True, file_okay=False),
+    corpus_dir: Path = Arg(..., help="Directory with train.spacy and dev.spacy (from `python -m replication prepare`)", exists=True, file_okay=False),
     results_dir: Path = Opt(Path("results"), "--results-dir", help="Writes RESULTS_DIR/TASK/VARIANT/seedN.json"),
     transformer: str = Opt(..., "--transformer", help="Hugging Face model name or local directory"),
     seeds: str = Opt("0", "--seeds", help="Comma-separated seeds, one run each"),

@@ -20,7 +20,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span
 
-from spacy_sla.conllu import (
+from spacy_sla.tool_support.conllu import (
     ConversionError,
     Line,
     line_blocks,
@@ -30,13 +30,14 @@ from spacy_sla.conllu import (
     numbered_lines,
     read_conllu,
 )
-from spacy_sla.errors import Errors
-from spacy_sla.files import write_atomically
+from spacy_sla.tool_support.files import write_atomically
+
+from .errors import Errors
 
 TASKS = ("cola", "sst2", "conll2003", "fce", "conllu", "conll2003-docs")
 # Raise this whenever a reader's output for the same input changes, so that
 # corpora prepared by an earlier version are prepared again (see
-# lab.experiments.prepare_corpus).
+# replication.experiments.prepare_corpus).
 CONVERTER_VERSION = 1
 
 Reader = Callable[[Path, Language], Iterator[Doc]]

@@ -2,14 +2,14 @@
 run, per task and variant, to show whether a budget has converged.
 
 Both kinds of record carry a `curve` (a list of {"step", "score", ...}): the
-spaCy runs from `spacy train`'s log (lab/experiments.training_curve),
-the plain fine-tune from its own evaluations (lab/baseline)."""
+spaCy runs from `spacy train`'s log (replication/experiments.training_curve),
+the plain fine-tune from its own evaluations (replication/baseline)."""
 import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from spacy_sla.ab.intervals import paired_difference
-from spacy_sla.inspection import require_matplotlib
+from spacy_sla.inspection.trained_pipeline import require_matplotlib
 
 from .experiments import VARIANT_LABELS, budget_labels, paired_cell, read_records, split_recipe  # noqa: F401  (read_records: the CLI's)
 
@@ -79,7 +79,7 @@ def plot_curves(tasks: Dict[str, Dict[Tuple[str, int], Curve]], metrics: Dict[st
     variant and seed (one colour per variant, one line style per budget, one
     marker per seed)."""
     if not tasks:
-        raise ValueError("No record with a learning curve: runs of `python -m lab train` and `python -m lab baseline` "
+        raise ValueError("No record with a learning curve: runs of `python -m replication train` and `python -m replication baseline` "
                          "record one when they evaluate during training (--eval-frequency)")
     new_figure = require_matplotlib()
     figure = new_figure(figsize=(5.5 * len(tasks), 4.5), layout="constrained")

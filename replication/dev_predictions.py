@@ -1,4 +1,4 @@
-"""`python -m lab bootstrap`: variants of a task compared over resampled dev
+"""`python -m replication bootstrap`: variants of a task compared over resampled dev
 documents, from the same evaluation and statistics as `spacy sla ab`
 (ab.evaluate_saved_model, resampling.DrawValues), on the runs of `spacy sla
 train` / `experiment` (TRAINING_DIR/VARIANT/seedN).
@@ -15,8 +15,8 @@ from spacy_sla.ab.mask_strata import kept_strata, rows_by_mask
 from spacy_sla.ab.resampling import DrawValues, bootstrap_interval
 from spacy_sla.ab.runs import EVALUATION, RUN_SETTINGS, evaluate_saved_model
 from spacy_sla.ab.tables import bootstrap_table, strata_table  # noqa: F401  (the CLI's)
-from spacy_sla.errors import Errors
 
+from .errors import Errors
 from .experiments import finished_runs
 from .tasks import TASKS
 

@@ -29,10 +29,10 @@ from spacy_sla.ab.runs import (
     has_setting,
     logged_evaluations,
 )
-from spacy_sla.errors import Errors
-from spacy_sla.files import file_fingerprint, write_atomically
+from spacy_sla.tool_support.files import file_fingerprint, write_atomically
 
 from .converters import CONVERTER_VERSION, convert
+from .errors import Errors
 from .tasks import TASKS, Task
 
 # Beside train.spacy and dev.spacy: what they were made from (corpus_source).
@@ -327,11 +327,11 @@ def with_final_score(curve: List[Dict[str, Any]], max_steps: Optional[int], scor
 
 
 # The baseline first (the spaCy pipeline, then the plain transformers + torch fine-tune of
-# lab/baseline.py), then the paper's comparison order; unknown variants follow alphabetically.
+# replication/baseline.py), then the paper's comparison order; unknown variants follow alphabetically.
 VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "depscale", "sla-noneighbours", "sla-nopunct")
-# Training recipes other than the tuned one (configs/TASK_RECIPE-ATTENTION.cfg; `python -m lab baseline --variant
+# Training recipes other than the tuned one (configs/TASK_RECIPE-ATTENTION.cfg; `python -m replication baseline --variant
 # paper-plain`): a RECIPE-X row is compared with RECIPE-vanilla of its task, and follows the tuned rows.
-# "tokens" trains as the tuned configs do with another NER head (sla_token_ner), so its vanilla's plain
+# "tokens" trains as the tuned configs do with another NER head (sla_lab_token_ner), so its vanilla's plain
 # fine-tune is the tuned one.
 RECIPES = ("paper", "tokens")
 PLAIN_OF_RECIPE = {"": "plain", "tokens": "plain", "paper": "paper-plain"}

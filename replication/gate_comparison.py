@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from spacy_sla.ab.intervals import BETTER, WORSE, paired_difference
-from spacy_sla.errors import Errors
+
+from .errors import Errors
 
 # The interval's verdict, said of gates: MODEL's gate is higher or lower.
 GATE_VERDICTS = {BETTER: "higher", WORSE: "lower"}

@@ -29,7 +29,7 @@ from spacy_sla.ab.runs import (
     lost_run,
     progress_line,
 )
-from spacy_sla.ray_session import run_grid
+from spacy_sla.tool_support.ray_session import run_grid
 
 from .experiments import evaluate_run, markdown_table, summarize, train_run
 
@@ -136,7 +136,7 @@ def experiment_on_ray(
     report: Callable[[str], None] = print,
     **settings: Any,
 ) -> int:
-    """`python -m lab experiment --ray`: the grid on Ray, then the failures and
+    """`python -m replication experiment --ray`: the grid on Ray, then the failures and
     the comparison table; returns the number of failed runs."""
     if gpu_id >= 0 and gpus_per_run <= 0:
         report(f"Note: --gpu-id {gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")

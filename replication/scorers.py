@@ -2,10 +2,10 @@
 registry so that a component's config can select them and their keys show up
 in `spacy train` / `spacy evaluate` / `nlp.evaluate` results:
 
-* `spacy-sla.textcat_scorer.v1`: spaCy's exclusive textcat scores plus
+* `sla-lab.textcat_scorer.v1`: spaCy's exclusive textcat scores plus
   `cats_accuracy` (SST-2) and `cats_mcc` (CoLA).
-* `spacy-sla.entity_scorer.v1`: conlleval-style entity P/R/F (CoNLL-2003).
-* `spacy-sla.error_detection_scorer.v1`: token-level P/R/F0.5 of the
+* `sla-lab.entity_scorer.v1`: conlleval-style entity P/R/F (CoNLL-2003).
+* `sla-lab.error_detection_scorer.v1`: token-level P/R/F0.5 of the
   "incorrect" tag (FCE grammatical error detection) plus `tag_acc`.
 
 `spacy train` only prints the scores named in `[training.score_weights]`, so a
@@ -94,7 +94,7 @@ def cats_confusion_matrix(examples: Iterable[Example], labels: Sequence[str]) ->
     return confusion
 
 
-def _cat_labels(examples: Sequence[Example]) -> List[str]:
+def cat_labels(examples: Sequence[Example]) -> List[str]:
     """Labels seen in the examples, for standalone calls that pass none
     (a pipeline component always passes its own labels)."""
     found = set()
@@ -111,7 +111,7 @@ def textcat_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
     (labels, threshold, positive_label, ...); `multi_label` defaults to False
     as this scorer is for mutually exclusive classes."""
     scored = list(examples)  # read twice: by spaCy's scorer and by ours
-    labels = list(kwargs.pop("labels", None) or _cat_labels(scored))
+    labels = list(kwargs.pop("labels", None) or cat_labels(scored))
     kwargs.setdefault("multi_label", False)
     scores = Scorer.score_cats(scored, "cats", labels=labels, **kwargs)
     confusion = cats_confusion_matrix(scored, labels)
@@ -175,17 +175,17 @@ def error_detection_score(
     return scores
 
 
-@registry.scorers("spacy-sla.textcat_scorer.v1")
+@registry.scorers("sla-lab.textcat_scorer.v1")
 def make_textcat_scorer() -> ScorerFunction:
     return textcat_score
 
 
-@registry.scorers("spacy-sla.entity_scorer.v1")
+@registry.scorers("sla-lab.entity_scorer.v1")
 def make_entity_scorer() -> ScorerFunction:
     return entity_score
 
 
-@registry.scorers("spacy-sla.error_detection_scorer.v1")
+@registry.scorers("sla-lab.error_detection_scorer.v1")
 def make_error_detection_scorer(error_tag: str = "i", beta: float = 0.5) -> ScorerFunction:
     """Defaults fit FCE, whose tokens are tagged "c" (correct) or "i"
     (incorrect) and whose standard score is F0.5 of "i"."""

@@ -9,7 +9,7 @@ class Task:
     name: str
     component: str  # the pipe on the transformer: textcat, ner or tagger
     metric: str  # the headline score, as spaCy's scorers name it
-    reader: str  # the converter (lab.converters.READERS)
+    reader: str  # the converter (replication.converters.READERS)
     train_file: str  # relative to the data directory
     dev_file: Optional[str]  # None: the dev set is carved from the training file
     dev_carved: int = 0  # that many training documents, from the start of the file

@@ -104,7 +104,7 @@ def test_the_release_builds_installs_and_loads_every_entry_point(tmp_path: Path)
         in_wheel = set(archive.namelist())
         metadata = archive.read(f"{DIST_INFO}/METADATA").decode("utf8")
     assert sorted(set(package_files) - in_wheel) == []
-    # the plugin only: the paper's lab, the benchmarks and the tests stay in the repository
+    # the plugin only: the paper's replication, the benchmarks and the tests stay in the repository
     assert sorted(name for name in in_wheel if name.split("/")[0] not in {"spacy_sla", DIST_INFO}) == []
     assert f"\nVersion: {__version__}\n" in metadata
     # no upper bound: pip must not downgrade a user's newer torch

@@ -12,8 +12,8 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 from thinc.api import warmup_linear as thinc_warmup_linear
 
-from lab.baseline import BaselineSettings, run_baseline, warmup_linear, word_labels
-from lab.experiments import compare
+from replication.baseline import BaselineSettings, run_baseline, warmup_linear, word_labels
+from replication.experiments import compare
 
 RECORD_KEYS = {"task", "variant", "seed", "config", "settings", "overrides", "gpu_id", "train_seconds", "metric",
                "score", "scores", "evaluated_on", "model", "curve"}
@@ -115,7 +115,7 @@ def test_unknown_settings_are_refused():
 
 def test_the_baseline_command(tiny_bert, tmp_path):
     corpus = cola_corpus(tmp_path / "corpus")
-    command = [sys.executable, "-m", "lab", "baseline", "cola", str(corpus), "--results-dir",
+    command = [sys.executable, "-m", "replication", "baseline", "cola", str(corpus), "--results-dir",
                str(tmp_path / "results"), "--transformer", str(tiny_bert), "--seeds", "0,1", "--max-steps", "2",
                "--batch-size", "4", "--warmup-steps", "1", "--pooling", "cls"]
     result = subprocess.run(command, capture_output=True, text=True)

@@ -1,4 +1,4 @@
-"""Bad paths given to `python -m lab link-model`, `convert`, `train`,
+"""Bad paths given to `python -m replication link-model`, `convert`, `train`,
 `experiment` (and `spacy sla annotate --ray`) are refused with coded errors, before any
 compute, and never delete or overwrite the user's files."""
 import os
@@ -12,9 +12,9 @@ from spacy.cli._util import app
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-import spacy_sla.ray_session
-from lab.cli import app as lab_app
-from lab.tasks import TASKS
+import spacy_sla.tool_support.ray_session
+from replication.cli import app as replication_app
+from replication.tasks import TASKS
 
 runner = CliRunner()
 SST2 = "sentence\tlabel\nA fine film .\t1\nA dull one .\t0\n"
@@ -58,7 +58,7 @@ def package_for(packages: Path, name: str, directory: Path) -> str:
 
 
 def link(package: str, destination: Path):
-    return runner.invoke(lab_app, ["link-model", package, str(destination)])
+    return runner.invoke(replication_app, ["link-model", package, str(destination)])
 
 
 def test_a_package_that_is_not_installed_is_named(tmp_path):
@@ -128,7 +128,7 @@ def test_a_link_below_a_file_is_refused(packages, tmp_path):
 
 
 def convert(input_path: Path, output_path: Path):
-    return runner.invoke(lab_app, ["convert", "sst2", str(input_path), str(output_path)])
+    return runner.invoke(replication_app, ["convert", "sst2", str(input_path), str(output_path)])
 
 
 @pytest.mark.parametrize("output_of", [
@@ -158,23 +158,23 @@ def test_a_transformer_directory_without_a_config_is_refused_before_training(tmp
     not_a_model.mkdir()
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    result = runner.invoke(lab_app, ["train", "ud", str(corpus), str(tmp_path / "training"),
+    result = runner.invoke(replication_app, ["train", "ud", str(corpus), str(tmp_path / "training"),
                                  "--transformer", str(not_a_model)])
     assert f"{not_a_model} is not a Hugging Face model directory" in refused(result, "SLA-E072")
     assert not (tmp_path / "training").exists()
-    result = runner.invoke(lab_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
+    result = runner.invoke(replication_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
                                  "--transformer", str(not_a_model), "--root", str(tmp_path / "project")])
     refused(result, "SLA-E072")
     assert not (tmp_path / "project").exists()
 
 
 def no_ray():
-    raise spacy_sla.ray_session.RayNotInstalled("Ray is not installed: `pip install \"spacy-sla[ray]\"`")
+    raise spacy_sla.tool_support.ray_session.RayNotInstalled("Ray is not installed: `pip install \"spacy-sla[ray]\"`")
 
 
 def test_ray_missing_is_said_before_anything_is_prepared(tiny_bert, tmp_path, monkeypatch):
-    monkeypatch.setattr(spacy_sla.ray_session, "import_ray", no_ray)
-    result = runner.invoke(lab_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
+    monkeypatch.setattr(spacy_sla.tool_support.ray_session, "import_ray", no_ray)
+    result = runner.invoke(replication_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
                                  "--transformer", str(tiny_bert), "--root", str(tmp_path / "project"), "--ray"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "Ray is not installed" in said(result)
@@ -196,7 +196,7 @@ ROOT = Path(__file__).parent.parent.parent
 
 
 def cli(*args: object):
-    return runner.invoke(lab_app, [str(arg) for arg in args])
+    return runner.invoke(replication_app, [str(arg) for arg in args])
 
 
 def failed(result, *expected: str) -> str:
@@ -213,10 +213,10 @@ def failed(result, *expected: str) -> str:
 
 
 def run_module(*args: object) -> subprocess.CompletedProcess:
-    """`python -m lab ...` in a fresh process from the repository root, as the project runs it."""
+    """`python -m replication ...` in a fresh process from the repository root, as the project runs it."""
     environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "lab", *[str(arg) for arg in args]],
+        [sys.executable, "-m", "replication", *[str(arg) for arg in args]],
         capture_output=True, text=True, env=environment, cwd=ROOT,
     )
 

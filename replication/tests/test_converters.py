@@ -1,4 +1,4 @@
-"""Tests for lab.converters on small hand-made files: the Docs must carry
+"""Tests for replication.converters on small hand-made files: the Docs must carry
 exactly the annotation of the input, and every bad line must raise an error
 that names the file and the line."""
 import re
@@ -10,8 +10,17 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from lab.converters import READERS, TASKS, convert, read_cola, read_conll2003, read_conll2003_docs, read_fce, read_sst2
-from spacy_sla.conllu import ConversionError, read_conllu
+from replication.converters import (
+    READERS,
+    TASKS,
+    convert,
+    read_cola,
+    read_conll2003,
+    read_conll2003_docs,
+    read_fce,
+    read_sst2,
+)
+from spacy_sla.tool_support.conllu import ConversionError, read_conllu
 
 COLA = "gj04\t1\t\tOur friends won't buy this.\nbc01\t0\t*\tThe more does Bill.\nbc01\t1\t\tHe left.\n"
 # The real SST-2 file has a space before each tab.

@@ -1,11 +1,11 @@
-"""Learning curves drawn from run records (lab/curves.py)."""
+"""Learning curves drawn from run records (replication/curves.py)."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from lab.curves import (
+from replication.curves import (
     curves_by_task,
     gains_table,
     last_interval_gains,
@@ -112,7 +112,7 @@ def test_the_cli_reads_records_from_a_directory(tmp_path):
         path.write_text(json.dumps(item), encoding="utf8")
     assert len(read_records(tmp_path / "records")) == 3
     output = tmp_path / "curves.svg"
-    result = subprocess.run([sys.executable, "-m", "lab", "curves", str(tmp_path / "records"), "-o",
+    result = subprocess.run([sys.executable, "-m", "replication", "curves", str(tmp_path / "records"), "-o",
                              str(output), "--seeds", "0"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert output.read_text().lstrip().startswith("<?xml")
@@ -122,6 +122,6 @@ def test_the_cli_reads_records_from_a_directory(tmp_path):
     assert "− vanilla |" not in result.stdout
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = subprocess.run([sys.executable, "-m", "lab", "curves", str(empty), "-o", str(output)],
+    result = subprocess.run([sys.executable, "-m", "replication", "curves", str(empty), "-o", str(output)],
                             capture_output=True, text=True)
     assert result.returncode == 1 and "No record with a learning curve" in result.stdout

@@ -13,11 +13,11 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from lab.cli import app as lab_app
-from lab.converters import CONVERTER_VERSION, write_atomically
-from lab.experiments import CORPUS_RECORD, prepare_corpus, prepared_corpus_is_current
-from lab.tasks import TASKS
-from spacy_sla.conllu import ConversionError
+from replication.cli import app as replication_app
+from replication.converters import CONVERTER_VERSION, write_atomically
+from replication.experiments import CORPUS_RECORD, prepare_corpus, prepared_corpus_is_current
+from replication.tasks import TASKS
+from spacy_sla.tool_support.conllu import ConversionError
 
 COLA_TASK = TASKS["cola"]
 COLA_TRAIN = "".join(f"gj04\t1\t\tTrain sentence {i}.\n" for i in range(5))
@@ -47,7 +47,7 @@ def experiment(data_dir: Path, root: Path, *options: str):
     (or keeps it) and trains nothing."""
     args = ["experiment", "cola", "--data-dir", str(data_dir), "--root", str(root),
             "--variants", "", "--transformer", "unused", *options]
-    result = runner.invoke(lab_app, args)
+    result = runner.invoke(replication_app, args)
     assert result.exit_code == 0, result.output
     return result
 

@@ -1,4 +1,4 @@
-"""The gate analysis over seeds (lab/gate_comparison.py and
+"""The gate analysis over seeds (replication/gate_comparison.py and
 `spacy sla gate-summary`), on hand-written reports of `spacy sla gates`."""
 import json
 import math
@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from lab.cli import app as lab_app
-from lab.gate_comparison import compare_gates, gate_tables, read_gate_pair
+from replication.cli import app as replication_app
+from replication.gate_comparison import compare_gates, gate_tables, read_gate_pair
 
 
 def write_report(path, first, second, layers=None, names=("sla/model-last", "window/model-last")):
@@ -92,7 +92,7 @@ def test_reports_of_different_layers_are_not_paired(tmp_path):
 
 def test_the_command_prints_the_tables_and_writes_json(three_seeds, tmp_path):
     output = tmp_path / "gates.json"
-    result = CliRunner().invoke(lab_app, ["gate-summary", *map(str, three_seeds), "--output", str(output)])
+    result = CliRunner().invoke(replication_app, ["gate-summary", *map(str, three_seeds), "--output", str(output)])
     assert result.exit_code == 0, result.output
     assert "| mean over layers | +0.1000 [-0.1484, +0.3484] (n=3) | not shown |" in result.output
     written = json.loads(output.read_text())
@@ -100,5 +100,5 @@ def test_the_command_prints_the_tables_and_writes_json(three_seeds, tmp_path):
     assert written["over_layers"]["mean"] == pytest.approx(0.1)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    failed = CliRunner().invoke(lab_app, ["gate-summary", str(bad)])
+    failed = CliRunner().invoke(replication_app, ["gate-summary", str(bad)])
     assert failed.exit_code == 1 and "[SLA-E019]" in failed.output and "Traceback" not in failed.output

@@ -12,8 +12,8 @@ import spacy
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from lab.cli import app as lab_app
-from lab.grid import GridRun, execute_run, grid_report
+from replication.cli import app as replication_app
+from replication.grid import GridRun, execute_run, grid_report
 from spacy_sla.ab.runs import AbResult, progress_line
 
 ROOT = Path(__file__).parent.parent.parent
@@ -47,7 +47,7 @@ def experiment(project: Path, data_dir: Path, tiny_bert: Path, variants: List[st
     arguments = ["experiment", "ud", "--data-dir", str(data_dir), "--variants", ",".join(variants),
                  "--seeds", ",".join(map(str, SEEDS)), "--transformer", str(tiny_bert), "--parser", PARSER,
                  "--max-steps", "3", "--eval-frequency", "3", "--root", str(project), *ray_args]
-    return runner.invoke(lab_app, arguments)
+    return runner.invoke(replication_app, arguments)
 
 
 def records(project: Path) -> Dict[Tuple[str, int], dict]:

@@ -15,7 +15,7 @@ from ..annotation import (
     annotate,
     annotate_on_ray,
 )
-from ..ray_session import on_ray
+from ..tool_support.ray_session import on_ray
 from ._app import sla_cli
 
 INPUT_HELP = ("JSONL ({\"text\": ...} per line, other fields kept), a .spacy file, or plain UTF-8 text "

@@ -1,7 +1,7 @@
 """`python -m spacy sla gates|mask|info`: see what SLA does in a trained
 pipeline; `python -m spacy sla mask-stats`: how much a mask restricts the
 attention over a corpus, before training. The logic lives in
-spacy_sla.inspection and spacy_sla.mask_statistics; these commands load the
+spacy_sla.inspection.trained_pipeline and spacy_sla.inspection.mask_statistics; these commands load the
 pipelines, print and write files."""
 import json
 import re
@@ -18,8 +18,22 @@ from spacy.tokens import DocBin
 from tqdm import tqdm
 from wasabi import msg
 
-from ..dependency_tree import has_complete_parse
-from ..inspection import (
+from spacy_sla import has_complete_parse
+from spacy_sla.parsers import resolve_parser
+
+from ..inspection.mask_statistics import (
+    LEVELS,
+    MASKS,
+    load_tokenizer,
+    make_mask,
+    mask_statistics,
+    parse_missing,
+    sample_docs,
+    statistics_table,
+    strided_spans,
+)
+from ..inspection.mask_views import mask_html, plot_masks, token_mask, wordpiece_masks
+from ..inspection.trained_pipeline import (
     GateStatistics,
     InspectionError,
     gate_report,
@@ -32,20 +46,7 @@ from ..inspection import (
     select_sla_model,
     sla_info,
 )
-from ..mask_statistics import (
-    LEVELS,
-    MASKS,
-    load_tokenizer,
-    make_mask,
-    mask_statistics,
-    parse_missing,
-    sample_docs,
-    statistics_table,
-    strided_spans,
-)
-from ..mask_views import mask_html, plot_masks, token_mask, wordpiece_masks
-from ..parsers import resolve_parser
-from ..user_code import import_user_code
+from ..tool_support.user_code import import_user_code
 from ._app import CODE_HELP, sla_cli
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")

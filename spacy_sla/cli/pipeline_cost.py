@@ -9,8 +9,8 @@ from click.exceptions import NoSuchOption
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
-from ..benchmark.config import format_config_table, run_config_benchmark
-from ..benchmark.measure import DEFAULT_DATA
+from ..pipeline_cost.config import format_config_table, run_config_benchmark
+from ..pipeline_cost.measure import DEFAULT_DATA
 from ._app import CODE_HELP, sla_cli
 
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}

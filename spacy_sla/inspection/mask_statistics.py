@@ -34,12 +34,18 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import registry
 
-from .dependency_tree import has_complete_parse
+from spacy_sla import (
+    MaskBuilder,
+    SpanGetter,
+    build_syntax_inputs,
+    builder_kind,
+    flatten_spans,
+    has_complete_parse,
+    is_authors_punctuation,
+    tokenize_spans,
+)
+
 from .errors import Errors
-from .layers.transformer_model import SpanGetter, flatten_spans, tokenize_spans
-from .masks import MaskBuilder, builder_kind
-from .punctuation import is_authors_punctuation
-from .syntax_inputs import build_syntax_inputs
 
 LEVELS = ("sentence", "document")
 # The registered builders `spacy sla mask-stats --mask` names, and the

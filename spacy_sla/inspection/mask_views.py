@@ -9,9 +9,10 @@ from typing import Any, List
 import numpy
 from spacy.tokens import Doc
 
-from .inspection import InspectionError, require_matplotlib
-from .layers.transformer_model import SLATransformerModel, flatten_spans
-from .masks import MissingParseError, builder_kind
+from spacy_sla import MissingParseError, builder_kind, flatten_spans
+from spacy_sla.layers import SLATransformerModel
+
+from .trained_pipeline import InspectionError, require_matplotlib
 
 # Above this many rows the cell values of a distance heatmap are unreadable.
 MAX_ANNOTATED_CELLS = 40

@@ -16,10 +16,9 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from thinc.api import Model
 
-from .gates import GATES_ATTR
-from .layers.family_adapters import attention_family
-from .layers.transformer_model import SLATransformerModel
-from .pipeline_component import SLATransformer
+from spacy_sla import SLATransformer
+from spacy_sla.gates import GATES_ATTR
+from spacy_sla.layers import SLATransformerModel, check_model_type
 
 SLA_ARCHITECTURE_PREFIX = "spacy-sla.SLA"
 PLOTS_HINT = "pip install spacy-sla[plots]"
@@ -257,7 +256,7 @@ def sla_info(nlp: Language) -> List[Dict[str, Any]]:
         transformer = model.transformer
         config = transformer.config
         settings = model.settings
-        family = attention_family(config, settings.name)
+        family = check_model_type(config.model_type, name=settings.name or config.name_or_path)
         parent = transformer.parent_attention
         names = set(transformer.sla_parameter_names())
         pipe = nlp.get_pipe(location.component)

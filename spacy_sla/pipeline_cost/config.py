@@ -43,7 +43,7 @@ from thinc.api import Config, require_gpu
 from ..ab.configs import make_variant_configs
 from ..ab.user_config import find_transformer
 from ..ab.variant_blocks import REFERENCE
-from ..user_code import import_user_code
+from ..tool_support.user_code import import_user_code
 from .measure import (
     MaskTimer,
     _summary,
@@ -257,7 +257,7 @@ def config_memory_probe(config_text: str, sample: str, gpu_id: int, n_batches: i
 
 def config_peak_memory(config: Config, sample: Path, gpu_id: int, n_batches: int, component: Optional[str],
                        code_path: Optional[Path] = None) -> float:
-    code = ("import json, sys; from spacy_sla.benchmark.config import config_memory_probe; "
+    code = ("import json, sys; from spacy_sla.pipeline_cost.config import config_memory_probe; "
             "print(config_memory_probe(*json.load(sys.stdin)))")
     arguments = [config.to_str(interpolate=False), str(sample), gpu_id, n_batches, component,
                  None if code_path is None else str(code_path)]

@@ -16,8 +16,8 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..annotation import AnnotateSettings, Shard, read_lines
-from ..conllu import ConversionError, read_conllu
-from ..errors import Errors
+from ..tool_support.conllu import ConversionError, read_conllu
+from ..tool_support.errors import Errors
 
 # Relative to the project directory (where `spacy project run benchmark` runs):
 # an installed package ships no data, so other places pass --data.

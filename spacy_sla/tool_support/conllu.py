@@ -4,7 +4,7 @@ naming the file and its 1-based line number, never a traceback from spaCy's
 converter or a silently misread parse (the syntax masks are built from it).
 
 Also the line-level checks that the other text formats' readers share
-(lab/converters.py): numbered_lines, line_columns, line_blocks.
+(replication/converters.py): numbered_lines, line_columns, line_blocks.
 """
 import re
 from pathlib import Path

@@ -190,7 +190,7 @@ def run_grid(
     of `runs`. A run whose worker died (out of memory, a lost node) is retried
     max_retries times by Ray, then reported as failed like any other.
     execute(run, working_dir) is the task's body (a task grid's or an A/B's
-    run: anything with a `name`: spacy_sla.ab.runs.AbRun, lab.grid.GridRun), lost(run, error) the outcome of a task that
+    run: anything with a `name`: spacy_sla.ab.runs.AbRun, replication.grid.GridRun), lost(run, error) the outcome of a task that
     died, describe(done, total, outcome) its progress line. stop(finished,
     latest), with the outcomes finished so far in the order of `runs` and
     the latest of them, may give a reason to cancel the tasks not finished

@@ -9,9 +9,9 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
+from replication.scorers import entity_score, error_detection_counts, textcat_score
 from spacy_sla.ab.counts import component_statistics, entity_counts
 from spacy_sla.ab.statistics import full_set_value
-from spacy_sla.training.scorers import entity_score, error_detection_counts, textcat_score
 
 LABELS = ["NEGATIVE", "POSITIVE"]
 

@@ -13,8 +13,8 @@ from spacy.training import Example
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from lab.cli import app as lab_app
-from lab.dev_predictions import bootstrap_comparison
+from replication.cli import app as replication_app
+from replication.dev_predictions import bootstrap_comparison
 from spacy_sla.ab import runs as ab
 from spacy_sla.ab.resampling import DrawValues, bootstrap_interval
 from spacy_sla.ab.runs import EVALUATION
@@ -121,7 +121,7 @@ def test_bootstrap_command_compares_trained_runs_on_their_dev_documents(tmp_path
             models[variant, seed] = trained_textcat(examples, updates, seed)
             write_run(training_dir, variant, seed, models[variant, seed])
     output = tmp_path / "bootstrap.json"
-    result = CliRunner().invoke(lab_app, ["bootstrap", "sst2", str(corpus_dir), str(training_dir), "--variants", "sla",
+    result = CliRunner().invoke(replication_app, ["bootstrap", "sst2", str(corpus_dir), str(training_dir), "--variants", "sla",
                                       "--resamples", "500", "--output", str(output)])
     assert result.exit_code == 0, result.output
     comparison = json.loads(output.read_text())
@@ -147,7 +147,7 @@ def test_bootstrap_command_compares_trained_runs_on_their_dev_documents(tmp_path
 def test_a_missing_run_is_a_coded_error(tmp_path):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "training").mkdir()
-    failed = CliRunner().invoke(lab_app, ["bootstrap", "sst2", str(tmp_path / "corpus"), str(tmp_path / "training"), "--seeds", "3"])
+    failed = CliRunner().invoke(replication_app, ["bootstrap", "sst2", str(tmp_path / "corpus"), str(tmp_path / "training"), "--seeds", "3"])
     assert failed.exit_code == 1 and "[SLA-E020]" in failed.output and "Traceback" not in failed.output
     with pytest.raises(ValueError, match=r"\[SLA-E020\].*vanilla, seed 3"):
         bootstrap_comparison("sst2", tmp_path / "corpus", tmp_path / "training", ["sla"], "vanilla", seeds=[3])

@@ -17,9 +17,9 @@ from spacy.pipeline.textcat_multilabel import textcat_multilabel_score
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
+from replication.scorers import make_error_detection_scorer, make_textcat_scorer
 from spacy_sla.ab.counts import component_statistics
 from spacy_sla.ab.statistics import AucStatistic, CountStatistic, bootstrap_weights, full_set_value, statistic_from_json
-from spacy_sla.training.scorers import make_error_detection_scorer, make_textcat_scorer
 
 from util import english_vocab
 

@@ -6,7 +6,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-import spacy_sla.cli.benchmark as benchmark_cli
+import spacy_sla.cli.pipeline_cost as benchmark_cli
 
 from .commands import cli, failed
 

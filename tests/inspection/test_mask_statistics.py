@@ -1,4 +1,4 @@
-"""How much a mask restricts (spacy_sla.mask_statistics, `spacy sla
+"""How much a mask restricts (spacy_sla.inspection.mask_statistics, `spacy sla
 mask-stats`): counts on hand-parsed Docs, counted by hand, with the tiny
 random BERT's tokenizer for the wordpiece level."""
 import json
@@ -11,7 +11,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.mask_statistics import (
+from spacy_sla.inspection.mask_statistics import (
     load_tokenizer,
     make_mask,
     mask_statistics,

@@ -7,8 +7,8 @@ import pytest
 from matplotlib.image import imread
 from spacy.tokens import Doc
 
-from spacy_sla.inspection import InspectionError
-from spacy_sla.mask_views import MaskView, mask_html, plot_masks, token_mask, wordpiece_masks
+from spacy_sla.inspection.mask_views import MaskView, mask_html, plot_masks, token_mask, wordpiece_masks
+from spacy_sla.inspection.trained_pipeline import InspectionError
 
 from util import V2, sla_nlp, the_cat_sat
 

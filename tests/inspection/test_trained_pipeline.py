@@ -18,7 +18,7 @@ from spacy.training import Example
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.mask_views import wordpiece_masks
+from spacy_sla.inspection.mask_views import wordpiece_masks
 
 from util import add_sla, add_textcat_listener, parsed_doc, parser_pipeline, sla_nlp, the_cat_sat
 

@@ -15,7 +15,7 @@ from thinc.api import Config
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.benchmark.config import (
+from spacy_sla.pipeline_cost.config import (
     benchmark_configs,
     build_pipeline,
     chosen_batches,

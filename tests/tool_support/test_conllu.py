@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import spacy
 
-from spacy_sla.conllu import ConversionError, numbered_lines, read_conllu
+from spacy_sla.tool_support.conllu import ConversionError, numbered_lines, read_conllu
 
 SENTENCE = (
     "# text = She ran.\n"

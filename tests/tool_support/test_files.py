@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from spacy_sla.files import file_fingerprint, pipeline_fingerprint, write_atomically
+from spacy_sla.tool_support.files import file_fingerprint, pipeline_fingerprint, write_atomically
 
 
 def test_write_atomically_replaces_the_content_and_leaves_no_temporary_file(tmp_path):

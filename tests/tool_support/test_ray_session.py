@@ -4,7 +4,7 @@ instance (bound to the loopback address) and of a joined cluster (no
 network setting)."""
 import pytest
 
-from spacy_sla.ray_session import (
+from spacy_sla.tool_support.ray_session import (
     FORWARD_ENV_VARIABLE,
     LOOPBACK,
     forwarded_env,
@@ -101,7 +101,7 @@ def sleep_or_fail(run: GridRun, working_dir: str) -> dict:
 def test_a_stop_reason_cancels_the_tasks_not_finished(ray_instance):
     import sys
 
-    from spacy_sla.ray_session import run_grid
+    from spacy_sla.tool_support.ray_session import run_grid
 
     ray_instance.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import tests/
     asked = []

@@ -14,7 +14,7 @@ from spacy.cli.init_config import init_config
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla.user_code import check_registered, import_user_code, unregistered
+from spacy_sla.tool_support.user_code import check_registered, import_user_code, unregistered
 
 from util import annotated_docs, spacy_data
 
