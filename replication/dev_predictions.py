@@ -17,7 +17,7 @@ from spacy_sla.ab.runs import EVALUATION, RUN_SETTINGS, evaluate_saved_model
 from spacy_sla.ab.tables import bootstrap_table, strata_table  # noqa: F401  (the CLI's)
 
 from .errors import Errors
-from .experiments import finished_runs
+from .experiments import CODE, finished_runs
 from .tasks import TASKS
 
 DRAW_SEED = 0  # the draws of every bootstrap comparison (the same documents in every draw for every model)
@@ -71,7 +71,7 @@ def bootstrap_comparison(
                     run_dir = _finished_run(training_dir, name, seed)
                     evaluations[(name, seed)] = evaluate_saved_model(
                         _model_dir(run_dir), corpus_dir / "dev.spacy", run_dir / EVALUATION, gpu_id=gpu_id,
-                        random_seed=DRAW_SEED, log_path=run_dir / "evaluate.log")
+                        random_seed=DRAW_SEED, log_path=run_dir / "evaluate.log", code_path=CODE)
     draws = DrawValues(evaluations, resamples, DRAW_SEED, keys=[metric])
     rows = []
     for variant in variants:

@@ -37,6 +37,9 @@ from .tasks import TASKS, Task
 
 # Beside train.spacy and dev.spacy: what they were made from (corpus_source).
 CORPUS_RECORD = "corpus.json"
+# the functions the task configs name beyond the wheel's, given as `--code` to every training and evaluation,
+# relative to the repository's root, the working directory of every replication command
+CODE = Path("replication") / "functions.py"
 
 
 def corpus_source(
@@ -250,7 +253,7 @@ def train_run(
     train_log = run_dir / TRAIN_LOG
     train_log.unlink(missing_ok=True)
     command = [sys.executable, "-m", "spacy", "train", str(config_path), "--output", str(run_dir),
-               "--gpu-id", str(gpu_id), *train_overrides(config_path, settings, extra),
+               "--gpu-id", str(gpu_id), "--code", str(CODE), *train_overrides(config_path, settings, extra),
                "--training.logger.output_file", str(train_log)]
     print("Running:", " ".join(command), flush=True)
     started = time.time()
@@ -295,7 +298,7 @@ def evaluate_run(
             return previous  # this run was evaluated already
     # the shared evaluation (spacy evaluate's scores, the per-document statistics the bootstrap reads)
     scores = evaluate_saved_model(run_dir / "model-last", corpus_dir / "dev.spacy", run_dir / EVALUATION,
-                                  gpu_id=gpu_id, log_path=log_path)["scores"]
+                                  gpu_id=gpu_id, log_path=log_path, code_path=CODE)["scores"]
     metric = TASKS[task].metric
     curve = with_final_score(training_curve(run_dir / TRAIN_LOG, metric),
                              run.get("settings", {}).get("training.max_steps"), scores[metric])
@@ -551,7 +554,7 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
 
 def read_records(records_dir: Path) -> List[Dict[str, Any]]:
     """Every run record (seedN.json) under records_dir, in path order. Two
-    records of the same run (task, variant, seed and budget) raise SLA-E015:
+    records of the same run (task, variant, seed and budget) raise SLA-LAB-E015:
     pairing by seed could only use one of them."""
     records = []
     seen: Dict[Tuple[str, str, int, str], Path] = {}

@@ -8,6 +8,7 @@ from . import architectures  # noqa: F401  (registers functions)
 from .about import __version__
 from .data_classes import ParentAttention, SyntaxInputs
 from .dependency_tree import has_complete_parse
+from .entity_guard import EntityGuard, make_entity_guard
 from .layers.syntax_aware_transformer import resolve_layers
 from .layers.transformer_model import SpanGetter, flatten_spans, tokenize_spans
 from .masks import (
@@ -32,6 +33,7 @@ __all__ = [
     # the component, its mask builders and what configs name
     "AncestorMask",
     "DependencyScaleDistances",
+    "EntityGuard",
     "MaskBuilder",
     "MissingParseError",
     "ParentAttention",
@@ -44,6 +46,7 @@ __all__ = [
     "TreeDistanceBuckets",
     "WindowMask",
     "__version__",
+    "make_entity_guard",
     "make_parse_withdrawal",
     "make_sla_transformer",
     # the steps from a parse to the masks, for code that inspects them (spacy sla mask, mask-stats)

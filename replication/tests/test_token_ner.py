@@ -98,7 +98,7 @@ def test_it_survives_to_disk_and_load(tmp_path):
 @pytest.mark.parametrize("label", ["B-PER", "O", "", "U-LOC"])
 def test_a_tag_is_not_an_entity_type(label):
     component = spacy.blank("en").add_pipe("sla_lab_token_ner")
-    with pytest.raises(ValueError, match=r"\[SLA-E016\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-LAB-E016\]"):
         component.add_label(label)
 
 
@@ -112,7 +112,7 @@ def test_training_data_without_entities_is_a_coded_error():
     nlp = spacy.blank("en")
     nlp.add_pipe("sla_lab_token_ner")
     examples = [example(nlp, ["no", "names", "here"], [])]
-    with pytest.raises(ValueError, match=r"\[SLA-E018\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-LAB-E018\]"):
         nlp.initialize(lambda: examples)
 
 

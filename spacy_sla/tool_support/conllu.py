@@ -29,7 +29,7 @@ _CONLLU_HEAD = re.compile(r"[0-9]+|_")
 class ConversionError(ValueError):
     """An input file does not fit its format: the message starts with
     "[SLA-E011] {path}:{line_number}: " so that editors and terminals can jump to
-    the line; or the output path is the input file ([SLA-E075]). A ValueError,
+    the line; or the output path is the input file ([SLA-LAB-E075]). A ValueError,
     because it is a bad input value."""
 
 

@@ -20,10 +20,15 @@ def command_names(app):
 
 
 def unfilled(help_text: str):
-    """The placeholders of a help text, apart from the usage line, where
-    spaCy's CLI shows the arguments as {name} itself."""
-    return [found for line in help_text.splitlines() if not line.strip().startswith("Usage:")
-            for found in PLACEHOLDER.findall(line)]
+    """The placeholders of a help text, apart from the usage (its line and
+    the lines it wraps onto, up to the first empty one), where spaCy's CLI
+    shows the arguments as {name} itself."""
+    found, in_usage = [], False
+    for line in help_text.splitlines():
+        in_usage = line.strip().startswith("Usage:") or (in_usage and bool(line.strip()))
+        if not in_usage:
+            found += PLACEHOLDER.findall(line)
+    return found
 
 
 @pytest.mark.parametrize("command", command_names(sla_cli))
@@ -34,7 +39,7 @@ def test_the_help_of_every_sla_command_has_no_unfilled_placeholder(command):
 
 
 @pytest.mark.parametrize("command", command_names(replication_app))
-def test_the_help_of_every_lab_command_has_no_unfilled_placeholder(command):
+def test_the_help_of_every_replication_command_has_no_unfilled_placeholder(command):
     result = CliRunner().invoke(replication_app, [command, "--help"])
     assert result.exit_code == 0, result.output
     assert unfilled(result.output) == []
