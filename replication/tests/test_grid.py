@@ -31,9 +31,11 @@ def first_sentences(source: Path, destination: Path, n_sentences: int) -> None:
 
 
 def make_project(path: Path, data_dir: Path) -> Path:
-    """A project directory with the UD configs and a config whose training
-    fails (an unknown optimizer), as `spacy sla experiment` expects them."""
+    """A project directory with the UD configs, a config whose training
+    fails (an unknown optimizer) and replication/ (whose functions.py every
+    run gets as --code), as `python -m replication experiment` expects them."""
     (path / "configs").mkdir(parents=True)
+    shutil.copytree(ROOT / "replication", path / "replication", ignore=shutil.ignore_patterns("tests", "__pycache__"))
     for variant in VARIANTS:
         shutil.copy(ROOT / "configs" / f"ud_{variant}.cfg", path / "configs")
     broken = (ROOT / "configs" / "ud_vanilla.cfg").read_text(encoding="utf8")
