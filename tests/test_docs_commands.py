@@ -1,5 +1,5 @@
-"""Every shell command of README.md and docs/*.md works as written after the
-README's set-up, from the root of a fresh clone.
+"""Every shell command of README.md, docs/*.md and replication/README.md works
+as written after the README's set-up, from the root of a fresh clone.
 
 The commands are read from the documents' code blocks (shell blocks, and the
 `$ ` lines of other blocks). Each document's commands run in order with bash
@@ -42,7 +42,7 @@ from replication.experiments import link_model
 from tiny_models import save_tiny_model
 
 ROOT = Path(__file__).parent.parent
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "replication" / "README.md"]
 SHELL_BLOCKS = ("bash", "sh", "shell", "console")
 PYTHON = ".venv/bin/python"
 
@@ -372,7 +372,7 @@ def test_the_option_check_finds_a_mistyped_option_and_a_command_that_does_not_ex
 # --- the commands run ---------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_the_commands_of_a_document_run_as_written(document, tmp_path, hub_cache):
     to_run = [command for command in documented_commands(document) if not_run_reason(command) is None]
     if not to_run:

@@ -1,4 +1,4 @@
-"""The plain fine-tune (`spacy sla baseline`): records in the comparison's
+"""The plain fine-tune (`python -m replication baseline`): records in the comparison's
 format, the schedule it shares with thinc, BIO decoding, and the CLI on a
 tiny model and a tiny converted corpus."""
 import itertools

@@ -1,4 +1,4 @@
-"""`spacy sla prepare` / prepare_corpus and how `spacy sla experiment`
+"""`python -m replication prepare` / prepare_corpus and how `python -m replication experiment`
 decides to prepare: the corpus files are replaced together or not at all,
 and a record of what they were made from (corpus.json) makes a changed
 source or limit prepare them again."""
@@ -43,7 +43,7 @@ def snapshot(directory: Path) -> Dict[str, bytes]:
 
 
 def experiment(data_dir: Path, root: Path, *options: str):
-    """`spacy sla experiment cola` without variants: it prepares the corpus
+    """`python -m replication experiment cola` without variants: it prepares the corpus
     (or keeps it) and trains nothing."""
     args = ["experiment", "cola", "--data-dir", str(data_dir), "--root", str(root),
             "--variants", "", "--transformer", "unused", *options]

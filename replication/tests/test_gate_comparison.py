@@ -1,5 +1,5 @@
 """The gate analysis over seeds (replication/gate_comparison.py and
-`spacy sla gate-summary`), on hand-written reports of `spacy sla gates`."""
+`python -m replication gate-summary`), on hand-written reports of `spacy sla gates`."""
 import json
 import math
 

@@ -1,4 +1,4 @@
-"""`spacy sla experiment --ray`: a tiny grid (the tiny random BERT, 2
+"""`python -m replication experiment --ray`: a tiny grid (the tiny random BERT, 2
 variants x 2 seeds, 3 steps on a few UD sentences) on a local Ray instance
 with 2 CPUs gives the same records as the sequential path; a failing run is
 reported with its log tail and the others finish; a second run keeps them."""

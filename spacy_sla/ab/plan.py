@@ -21,7 +21,7 @@ more seeds or sizes. The report needs a run's records, not its models: with
 whose records are complete is kept without them (the output directory, a few
 MB without data/ and the models, is then the comparison's record).
 
-Safety: one call holds OUTPUT_DIR at a time (ab_lock.py); SIGTERM or SIGINT
+Safety: one call holds OUTPUT_DIR at a time (lock.py); SIGTERM or SIGINT
 stops the training child's process group and leaves its run unrecorded
 (stop_on_signals); the arms are those CONFIG_DIR's manifest names, each
 differing from vanilla only in attention, and every arm's attention settings
