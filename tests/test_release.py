@@ -120,7 +120,7 @@ def test_the_release_builds_installs_and_loads_every_entry_point(tmp_path: Path)
     assert Path(report["spacy_sla"]).is_relative_to(site)
     loaded = report["entry_points"]
     assert {group: sorted(names) for group, names in loaded.items()} == declared_entry_points()
-    assert len(declared_entry_points()) == 7  # factories, architectures, misc, cli, loggers, readers, scorers
+    assert len(declared_entry_points()) == 6  # factories, architectures, misc, cli, loggers, readers
     for group, names in loaded.items():
         for name, target in names.items():
             assert target["callable"], f"{group}: {name}"
