@@ -123,7 +123,7 @@ def ab_cli(
                       parse_sizes(_split(train_sizes)), sample_seed, overrides, gpu_id,
                       "best" if best else "last", resamples, size_overrides=parse_size_overrides(size_override),
                       by_mask=by_mask, drop_models=drop_models,
-                      code_path=code_path, eval_corpus=eval_corpus)
+                      code_path=None if code_path is None else code_path.resolve(), eval_corpus=eval_corpus)
         if dry_run:
             plan.check()
             _warn_of_edited_arms(plan)
