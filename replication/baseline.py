@@ -42,10 +42,9 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from replication.scorers import entity_score, error_detection_score, textcat_score
-from replication.token_ner import bio_spans
-
+from .scorers import entity_score, error_detection_score, textcat_score
 from .tasks import TASKS
+from .token_ner import bio_spans
 
 VARIANT = "plain"
 CONFIG_NAME = "plain fine-tune (replication.baseline)"

@@ -2,7 +2,7 @@
 or CoNLL-U file, wall-clock timings (GPU-synchronised), the time an SLA
 component spends building masks, peak memory, the machine, and the cost
 ratios of a variant to vanilla. `spacy sla benchmark CONFIG`
-(benchmark/config.py) and the benchmarks outside the wheel share them."""
+(pipeline_cost/config.py) and the benchmarks outside the wheel share them."""
 import platform
 import resource
 import statistics
