@@ -30,7 +30,7 @@ CORE_LAYERS = [
     {"about", "errors"},
     {"punctuation", "dependency_tree", "parsers"},
     {"masks", "data_classes"},
-    {"syntax_inputs"},
+    {"syntax_inputs", "syntax"},
     {"layers"},
     {"gates", "training"},
     {"pipeline_component", "architectures", "entity_guard", "parse_withdrawal", "variants"},
