@@ -1,4 +1,4 @@
-"""Fixtures shared by the tests of the wheel (tests/), the lab (lab/tests/) and
+"""Fixtures shared by the tests of the wheel (tests/), the replication (replication/tests/) and
 the benchmarks (benchmarks/tests/); setup.cfg puts the repository root and
 tests/ (util.py, tiny_models.py) on sys.path."""
 import os

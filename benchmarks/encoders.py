@@ -37,7 +37,9 @@ from spacy.training import Example
 from thinc.api import require_gpu
 from wasabi import msg
 
-from spacy_sla.benchmark.measure import (
+from spacy_sla.layers.transformer_model import flatten_spans
+from spacy_sla.parsers import installed_default_parser, resolve_parser
+from spacy_sla.pipeline_cost.measure import (
     DEFAULT_DATA,
     MaskTimer,
     _summary,
@@ -49,9 +51,7 @@ from spacy_sla.benchmark.measure import (
     read_documents,
     setting_ratios,
 )
-from spacy_sla.conllu import ConversionError, read_conllu
-from spacy_sla.layers.transformer_model import flatten_spans
-from spacy_sla.parsers import installed_default_parser, resolve_parser
+from spacy_sla.tool_support.conllu import ConversionError, read_conllu
 
 from .profiling import format_differences, operator_differences, parse_profile_setting, self_milliseconds
 

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
-from spacy_sla.benchmark.config import benchmark_configs, build_pipeline, fresh, write_sample
+from spacy_sla.pipeline_cost.config import benchmark_configs, build_pipeline, fresh, write_sample
 
 from .encoder_benchmark import formulation
 

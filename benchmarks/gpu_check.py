@@ -264,7 +264,7 @@ PREPARE = """
 import json, sys
 from pathlib import Path
 sys.path.insert(0, "tests")
-from lab.converters import convert
+from replication.converters import convert
 from tiny_models import save_tiny_model
 sample, corpus, encoder, sizes = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4])
 for split in ("train", "dev"):

@@ -29,10 +29,10 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from thinc.api import Config
 
-# the tasks are the lab's (lab/tasks.py, outside the wheel): run from anywhere, import it from the repository
+# the tasks are the replication's (replication/tasks.py, outside the wheel): run from anywhere, import it from the repository
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.tasks import TASKS  # noqa: E402
+from replication.tasks import TASKS  # noqa: E402
 from spacy_sla.ab.variant_blocks import VARIANTS_DIR, variant_names  # noqa: E402
 
 CONFIGS = Path(__file__).parent

@@ -1,9 +1,16 @@
 """spacy-sla: syntax-aware local attention (Li et al. 2021) for spaCy
-transformer pipelines."""
+transformer pipelines.
+
+The names below are the plugin's public API; the tools of the wheel (ab,
+annotation, inspection, pipeline_cost, cli) use the plugin only through them
+and the `__all__` of its modules (tests/test_layout.py)."""
 from . import architectures  # noqa: F401  (registers functions)
 from .about import __version__
 from .data_classes import ParentAttention, SyntaxInputs
+from .dependency_tree import has_complete_parse
 from .entity_guard import EntityGuard, make_entity_guard
+from .layers.syntax_aware_transformer import resolve_layers
+from .layers.transformer_model import SpanGetter, flatten_spans, tokenize_spans
 from .masks import (
     AncestorMask,
     DependencyScaleDistances,
@@ -14,13 +21,16 @@ from .masks import (
     SyntaxMask,
     TreeDistanceBuckets,
     WindowMask,
+    builder_kind,
 )
 from .parse_withdrawal import ParseWithdrawal, make_parse_withdrawal
 from .pipeline_component import SLATransformer, make_sla_transformer
-from .token_ner import TokenNER, make_token_ner
-from .training import corpora, heads, loggers, scorers  # noqa: F401  (registers functions)
+from .punctuation import is_authors_punctuation
+from .syntax_inputs import build_syntax_inputs
+from .training import corpora, loggers  # noqa: F401  (registers functions)
 
 __all__ = [
+    # the component, its mask builders and what configs name
     "AncestorMask",
     "DependencyScaleDistances",
     "EntityGuard",
@@ -33,12 +43,19 @@ __all__ = [
     "SoftThresholdBias",
     "SyntaxInputs",
     "SyntaxMask",
-    "TokenNER",
     "TreeDistanceBuckets",
     "WindowMask",
     "__version__",
     "make_entity_guard",
     "make_parse_withdrawal",
     "make_sla_transformer",
-    "make_token_ner",
+    # the steps from a parse to the masks, for code that inspects them (spacy sla mask, mask-stats)
+    "SpanGetter",
+    "build_syntax_inputs",
+    "builder_kind",
+    "flatten_spans",
+    "has_complete_parse",
+    "is_authors_punctuation",
+    "resolve_layers",
+    "tokenize_spans",
 ]

@@ -6,6 +6,8 @@ from spacy.tokens import Doc
 
 from .data_classes import SLATransformerBatch
 
+__all__ = ["GATES_ATTR"]
+
 GATES_ATTR = "sla_gates"
 
 

@@ -22,6 +22,8 @@ from spacy.util import is_package
 
 from .errors import Errors, Warnings
 
+__all__ = ["default_parser", "example_parser", "install_advice", "installed_default_parser", "parser_languages", "resolve_parser"]
+
 WEB_LANGUAGES = ("en", "zh")
 NEWS_LANGUAGES = (
     "ca", "da", "de", "el", "es", "fi", "fr", "hr", "it", "ja", "ko", "lt",

@@ -1,5 +1,5 @@
-"""Every shell command of README.md and docs/*.md works as written after the
-README's set-up, from the root of a fresh clone.
+"""Every shell command of README.md, docs/*.md and replication/README.md works
+as written after the README's set-up, from the root of a fresh clone.
 
 The commands are read from the documents' code blocks (shell blocks, and the
 `$ ` lines of other blocks). Each document's commands run in order with bash
@@ -37,12 +37,12 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from lab.experiments import link_model
+from replication.experiments import link_model
 
 from tiny_models import save_tiny_model
 
 ROOT = Path(__file__).parent.parent
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "replication" / "README.md"]
 SHELL_BLOCKS = ("bash", "sh", "shell", "console")
 PYTHON = ".venv/bin/python"
 
@@ -59,10 +59,10 @@ NOT_RUN: Dict[str, str] = {
     f"{PYTHON} -m spacy sla info training/demo/": "reads the pipeline the demo trains (minutes; "
                                                  "tests/test_workflow.py runs the demo)",
     f"{PYTHON} -m spacy sla benchmark YOUR.cfg ": "a synopsis: YOUR.cfg and YOUR.spacy are the reader's "
-                                                 "(tests/cli/test_benchmark.py runs the command)",
+                                                 "(tests/cli/test_pipeline_cost.py runs the command)",
     f"{PYTHON} -m spacy sla benchmark docs/ab/": "measures for minutes on CoNLL-2003, which is not redistributable",
     f"{PYTHON} -m spacy sla annotate PIPELINE ": "a synopsis: PIPELINE and texts.jsonl are the reader's "
-                                                "(tests/cli/test_annotate.py runs the command)",
+                                                "(tests/cli/test_annotation.py runs the command)",
     f"{PYTHON} -m spacy train configs/": "spaCy's training of a task on its corpus, which is not shipped",
     f"{PYTHON} -m benchmarks.gpu_check wheelhouse ": "downloads some 46 MiB of wheels from the package index "
                                                      "(benchmarks/tests/test_wheelhouse.py builds and installs one)",
@@ -75,12 +75,12 @@ NOT_RUN: Dict[str, str] = {
     f"SPACY_SLA_TRUST_REMOTE_CODE=1 {PYTHON} -m spacy evaluate ./pipeline ": "a synopsis: ./pipeline is the reader's "
                                                                           "pipeline with shipped code "
                                                                           "(tests/layers/test_hf_shim.py loads one)",
-    f"{PYTHON} -m lab prepare ": "converts a task's original files, which are not shipped (../shared/data)",
-    f"{PYTHON} -m lab train ": "trains the published runs: hours, on corpora not shipped",
-    f"{PYTHON} -m lab baseline ": "trains the plain fine-tunes: hours, on corpora not shipped",
-    f"{PYTHON} -m lab evaluate ": "evaluates the models of `lab train`",
-    f"{PYTHON} -m lab bootstrap ": "scores the models of `lab train` on resampled dev documents",
-    f"{PYTHON} -m lab experiment ": "prepares, trains and evaluates a task on Ray: hours, on data not shipped",
+    f"{PYTHON} -m replication prepare ": "converts a task's original files, which are not shipped (../shared/data)",
+    f"{PYTHON} -m replication train ": "trains the published runs: hours, on corpora not shipped",
+    f"{PYTHON} -m replication baseline ": "trains the plain fine-tunes: hours, on corpora not shipped",
+    f"{PYTHON} -m replication evaluate ": "evaluates the models of `replication train`",
+    f"{PYTHON} -m replication bootstrap ": "scores the models of `replication train` on resampled dev documents",
+    f"{PYTHON} -m replication experiment ": "prepares, trains and evaluates a task on Ray: hours, on data not shipped",
 }
 # Commands that train, and the option that makes them check everything they check before training and stop.
 DRY_OPTIONS: Dict[str, str] = {
@@ -272,10 +272,10 @@ def _click_root(module: str):
 
         registry.cli.get_all()  # the `spacy_cli` entry points: `spacy sla`
         return get_command(app)
-    if module == "lab":
-        from lab.cli import app as lab_app
+    if module == "replication":
+        from replication.cli import app as replication_app
 
-        return get_command(lab_app)
+        return get_command(replication_app)
     if module == "benchmarks.encoders":
         from benchmarks.encoders import cli
 
@@ -372,7 +372,7 @@ def test_the_option_check_finds_a_mistyped_option_and_a_command_that_does_not_ex
 # --- the commands run ---------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_the_commands_of_a_document_run_as_written(document, tmp_path, hub_cache):
     to_run = [command for command in documented_commands(document) if not_run_reason(command) is None]
     if not to_run:

@@ -42,7 +42,7 @@ def declared() -> Set[Tuple[str, str, str]]:
     parser.read(ROOT / "setup.cfg", encoding="utf8")
     found = set()
     for group, registry in REGISTRY_OF_GROUP.items():
-        for line in parser["options.entry_points"][group].splitlines():
+        for line in parser["options.entry_points"].get(group, "").splitlines():
             if "=" in line:
                 name, target = (part.strip() for part in line.split("="))
                 found.add((registry, name, target))

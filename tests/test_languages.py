@@ -13,7 +13,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
-from spacy_sla.mask_views import token_mask
+from spacy_sla.inspection.mask_views import token_mask
 from spacy_sla.punctuation import default_punct_rule, is_authors_punctuation
 
 from reference import slow_syntax_mask

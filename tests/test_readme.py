@@ -95,7 +95,8 @@ def relative_links(markdown_file: Path):
 
 
 @pytest.mark.parametrize(
-    "markdown_file", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda path: path.name
+    "markdown_file", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "replication" / "README.md"],
+    ids=lambda path: str(path.relative_to(ROOT)),
 )
 def test_every_relative_link_of_the_docs_names_a_file_that_exists(markdown_file):
     missing = [link for link in relative_links(markdown_file) if not (markdown_file.parent / link).exists()]

@@ -104,7 +104,7 @@ def test_the_release_builds_installs_and_loads_every_entry_point(tmp_path: Path)
         in_wheel = set(archive.namelist())
         metadata = archive.read(f"{DIST_INFO}/METADATA").decode("utf8")
     assert sorted(set(package_files) - in_wheel) == []
-    # the plugin only: the paper's lab, the benchmarks and the tests stay in the repository
+    # the plugin only: the paper's replication, the benchmarks and the tests stay in the repository
     assert sorted(name for name in in_wheel if name.split("/")[0] not in {"spacy_sla", DIST_INFO}) == []
     assert f"\nVersion: {__version__}\n" in metadata
     # no upper bound: pip must not downgrade a user's newer torch
@@ -120,7 +120,7 @@ def test_the_release_builds_installs_and_loads_every_entry_point(tmp_path: Path)
     assert Path(report["spacy_sla"]).is_relative_to(site)
     loaded = report["entry_points"]
     assert {group: sorted(names) for group, names in loaded.items()} == declared_entry_points()
-    assert len(declared_entry_points()) == 7  # factories, architectures, misc, cli, loggers, readers, scorers
+    assert len(declared_entry_points()) == 6  # factories, architectures, misc, cli, loggers, readers
     for group, names in loaded.items():
         for name, target in names.items():
             assert target["callable"], f"{group}: {name}"

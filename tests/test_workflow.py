@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import experiments
-from lab.experiments import (
+from replication import experiments
+from replication.experiments import (
     TRAIN_LOG,
     budget_label,
     compare,
@@ -28,10 +28,10 @@ ROOT = Path(__file__).parent.parent
 
 
 def copy_project_scripts(project: Path) -> None:
-    """The project's commands run `python -m lab` from the project directory,
-    as a spaCy project runs its `scripts/`: the copy needs the lab beside its
+    """The project's commands run `python -m replication` from the project directory,
+    as a spaCy project runs its `scripts/`: the copy needs replication/ beside its
     project.yml."""
-    shutil.copytree(ROOT / "lab", project / "lab", ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    shutil.copytree(ROOT / "replication", project / "replication", ignore=shutil.ignore_patterns("tests", "__pycache__"))
 
 
 @pytest.mark.slow
@@ -298,7 +298,7 @@ def test_two_records_of_one_run_are_a_coded_error(tmp_path):
         path = tmp_path / folder / "cola" / "sla" / "seed0.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(record("sla", 0, 0.3)))
-    with pytest.raises(ValueError, match=r"\[SLA-E015\].*cola / sla, seed 0, 500 steps"):
+    with pytest.raises(ValueError, match=r"\[SLA-LAB-E015\].*cola / sla, seed 0, 500 steps"):
         compare(tmp_path / "results", tmp_path / "out" / "comparison")
 
 

@@ -21,8 +21,8 @@ from benchmarks.encoders import (
     run_benchmark,
     sentences_from,
 )
-from spacy_sla.benchmark.measure import DEFAULT_DATA, jsonl_texts, peak_memory_in_this_process, read_documents
-from spacy_sla.conllu import ConversionError
+from spacy_sla.pipeline_cost.measure import DEFAULT_DATA, jsonl_texts, peak_memory_in_this_process, read_documents
+from spacy_sla.tool_support.conllu import ConversionError
 
 from tiny_models import save_tiny_model
 from util import annotated_docs, english_vocab, init_config_file, spacy_data
@@ -66,7 +66,7 @@ def test_a_memory_only_report_has_memory_ratios_and_no_timings():
 def test_a_probe_process_reports_its_own_peak_not_its_parents():
     ballast = numpy.ones(1500 * 2**20, dtype=numpy.uint8)  # 1.5 GiB, every page touched
     assert peak_memory_in_this_process(-1) > 1500
-    code = "from spacy_sla.benchmark.measure import peak_memory_in_this_process as p; print(p(-1))"
+    code = "from spacy_sla.pipeline_cost.measure import peak_memory_in_this_process as p; print(p(-1))"
     child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert 0 < child < 1200, child
     del ballast

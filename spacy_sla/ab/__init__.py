@@ -3,7 +3,9 @@ behind `spacy sla init-config` and `spacy sla ab`: your spacy-transformers
 config as one config per attention variant (configs.py), every variant
 trained with every seed and scored on your dev set (plan.py, runs.py,
 evaluation.py), and one report of the paired differences to vanilla over
-seeds and over resampled dev documents (report.py).
+seeds and over resampled dev documents (report.py). A scorer of your own
+gets per-document statistics for the bootstrap with
+register_scorer_statistics (counts.py).
 
     from pathlib import Path
     from spacy_sla.ab import AbPlan, init_variant_configs, prepare, run_sequentially, write_report
@@ -17,14 +19,19 @@ seeds and over resampled dev documents (report.py).
         paths = write_report(plan, runs)  # report.md, report.json, report.png
 """
 from .configs import init_variant_configs, make_variant_configs
+from .counts import cats_statistics, ner_statistics, register_scorer_statistics, token_attr_statistics
 from .manifest import manifest_variants
 from .plan import AbPlan, dry_run_lines, finished_part, parse_size_overrides, parse_sizes, prepare
 from .report import write_report
 from .runs import AbResult, AbRun, execute, lost_run, progress_line, run_sequentially
+from .statistics import AucStatistic, CountStatistic
 from .variant_blocks import REFERENCE
 
 __all__ = [
     "REFERENCE", "init_variant_configs", "make_variant_configs", "manifest_variants",
     "AbPlan", "dry_run_lines", "finished_part", "parse_size_overrides", "parse_sizes", "prepare",
     "write_report", "AbResult", "AbRun", "execute", "lost_run", "progress_line", "run_sequentially",
+    # per-document statistics of a scorer of your own, for the bootstrap (register in your --code file)
+    "register_scorer_statistics", "AucStatistic", "CountStatistic", "cats_statistics", "ner_statistics",
+    "token_attr_statistics",
 ]

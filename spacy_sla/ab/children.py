@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Tuple
 
-from ..errors import Errors
-from ..files import write_atomically
+from ..tool_support.files import write_atomically
+from .errors import Errors
 from .lock import process_record, read_holder, record_alive
 
 TRAINER_RECORD = "trainer.json"

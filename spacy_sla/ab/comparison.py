@@ -29,7 +29,7 @@ from spacy.util import load_config
 from spacy_sla.ab.plan import AbPlan
 from spacy_sla.ab.runs import TRAIN_LOG, AbRun, finished_settings, logged_evaluations, size_label, training_curve
 
-from ..errors import Errors
+from .errors import Errors
 from .intervals import ALPHA, BETTER, NOT_SHOWN, TOO_FEW, WORSE, holm_adjusted, paired_difference, t_quantile_975
 from .mask_strata import NoLocalMaskError, kept_strata, rows_by_mask
 from .resampling import DrawValues, bootstrap_interval

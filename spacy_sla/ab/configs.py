@@ -37,9 +37,10 @@ from typing import Any, Dict, Optional, Sequence
 
 from thinc.api import Config
 
-from ..errors import Errors
-from ..files import write_atomically
-from ..parsers import installed_default_parser
+from spacy_sla.parsers import installed_default_parser
+
+from ..tool_support.files import write_atomically
+from .errors import Errors
 from .manifest import MANIFEST, describe_present, earlier_files, sha256_of, write_manifest
 from .user_config import (
     PARSER_VARIABLE,

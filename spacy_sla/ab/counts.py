@@ -1,8 +1,9 @@
 """The per-document statistics of each scored component, counted from its
 dev examples as spaCy's scorers count them (spacy.scorer.Scorer and the
-scoring functions of its components, spaCy 3.8) and as this package's
-registered scorers do: component_statistics gives every score a
-statistic (statistics.py) that a bootstrap draw recomputes."""
+scoring functions of its components, spaCy 3.8), and of the scorers that
+code given with `--code` registers with register_scorer_statistics:
+component_statistics gives every score a statistic (statistics.py) that a
+bootstrap draw recomputes."""
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy
@@ -10,13 +11,12 @@ from spacy.morphology import Morphology
 from spacy.scorer import MISSING_VALUES
 from spacy.training import Example
 
-from ..training.scorers import _cat_labels, cats_confusion_matrix, error_detection_counts, f_beta_key
 from .statistics import AucStatistic, Counts, CountStatistic, Statistic
 
 
 def entity_counts(example: Example) -> List[int]:
     """(tp, fp, fn) of exact-match entities in one example, counted as
-    spaCy's `get_ner_prf` counts them (and so `spacy-sla.entity_scorer.v1`):
+    spaCy's `get_ner_prf` counts them:
     predicted spans over gold tokens with missing entity annotation are
     neither right nor wrong, an example without gold entity annotation
     counts nothing."""
@@ -258,7 +258,7 @@ def cats_auc_inputs(examples: Sequence[Example], labels: Sequence[str], multi_la
 # --- the score families, by the scorer a component's config names ----------------------------
 
 
-def _token_attr(attr: str, getter: Callable = getattr) -> Callable[..., Dict[str, Statistic]]:
+def token_attr_statistics(attr: str, getter: Callable = getattr) -> Callable[..., Dict[str, Statistic]]:
     def statistics(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]:
         missing = kwargs.get("missing_values", MISSING_VALUES)
         return {f"{attr}_acc": CountStatistic("f1", token_attr_counts(examples, attr, getter, missing))}
@@ -277,7 +277,7 @@ def _morph_key(token: Any, attr: str) -> Any:
 
 def _morphologizer(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]:
     missing = kwargs.get("missing_values", MISSING_VALUES)
-    statistics = _token_attr("pos")(examples, **kwargs)
+    statistics = token_attr_statistics("pos")(examples, **kwargs)
     statistics["morph_acc"] = CountStatistic("f1", token_attr_counts(examples, "morph", _morph_key, missing))
     statistics.update(_prf_statistics("morph_micro", token_attr_per_feat_counts(examples, "morph", _morph_key, missing)))
     return statistics
@@ -306,7 +306,7 @@ def _parser(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]:
     return statistics
 
 
-def _ner(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]:
+def ner_statistics(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]:
     return _prf_statistics("ents", _rows((entity_counts(example) for example in examples), 3))
 
 
@@ -319,7 +319,7 @@ def _spancat(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]
     return _prf_statistics(prefix, counts)
 
 
-def _cats(multi_label: Optional[bool]) -> Callable[..., Dict[str, Statistic]]:
+def cats_statistics(multi_label: Optional[bool]) -> Callable[..., Dict[str, Statistic]]:
     def statistics(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]:
         exclusive = not (kwargs.get("multi_label", False) if multi_label is None else multi_label)
         labels = list(kwargs.get("labels") or [])
@@ -342,45 +342,30 @@ def _cats(multi_label: Optional[bool]) -> Callable[..., Dict[str, Statistic]]:
     return statistics
 
 
-def _sla_textcat(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]:
-    # as training.scorers.textcat_score: the labels the scorer infers where the component gives none
-    kwargs = {**kwargs, "labels": list(kwargs.get("labels") or _cat_labels(examples))}
-    kwargs.setdefault("multi_label", False)
-    result = _cats(None)(examples, **kwargs)
-    confusion = numpy.array([cats_confusion_matrix([example], kwargs["labels"]).ravel()
-                             for example in examples], dtype=numpy.int64)
-    result["cats_accuracy"] = CountStatistic("confusion_accuracy", confusion)
-    result["cats_mcc"] = CountStatistic("mcc", confusion)
-    return result
-
-
-def _sla_error_detection(error_tag: str = "i", beta: float = 0.5) -> Callable[..., Dict[str, Statistic]]:
-    def statistics(examples: Sequence[Example], **kwargs: Any) -> Dict[str, Statistic]:
-        counts = _rows((error_detection_counts([example], error_tag) for example in examples), 3)
-        result = _token_attr("tag")(examples, **kwargs)
-        result["ged_p"] = CountStatistic("ged_precision", counts)
-        result["ged_r"] = CountStatistic("ged_recall", counts)
-        result[f_beta_key("ged", beta)] = CountStatistic("ged_f_beta", counts, {"beta": beta})
-        return result
-
-    return statistics
-
-
 # registered scorer name -> (its arguments in the config) -> per-document statistics of its scores
-SCORER_FAMILIES: Dict[str, Callable[..., Callable[..., Dict[str, Statistic]]]] = {
-    "spacy.tagger_scorer.v1": lambda: _token_attr("tag"),
-    "spacy.lemmatizer_scorer.v1": lambda: _token_attr("lemma"),
+ScorerFamily = Callable[..., Callable[..., Dict[str, Statistic]]]
+SCORER_FAMILIES: Dict[str, ScorerFamily] = {
+    "spacy.tagger_scorer.v1": lambda: token_attr_statistics("tag"),
+    "spacy.lemmatizer_scorer.v1": lambda: token_attr_statistics("lemma"),
     "spacy.morphologizer_scorer.v1": lambda: _morphologizer,
     "spacy.senter_scorer.v1": lambda: _senter,
     "spacy.parser_scorer.v1": lambda: _parser,
-    "spacy.ner_scorer.v1": lambda: _ner,
+    "spacy.ner_scorer.v1": lambda: ner_statistics,
     "spacy.spancat_scorer.v1": lambda: _spancat,
-    "spacy.textcat_scorer.v2": lambda: _cats(False),
-    "spacy.textcat_multilabel_scorer.v2": lambda: _cats(True),
-    "spacy-sla.textcat_scorer.v1": lambda: _sla_textcat,
-    "spacy-sla.entity_scorer.v1": lambda: _ner,
-    "spacy-sla.error_detection_scorer.v1": _sla_error_detection,
+    "spacy.textcat_scorer.v2": lambda: cats_statistics(False),
+    "spacy.textcat_multilabel_scorer.v2": lambda: cats_statistics(True),
 }
+
+
+def register_scorer_statistics(scorer: str, family: ScorerFamily) -> None:
+    """Give the registered scorer `scorer` per-document statistics, so that
+    the bootstrap recomputes its scores from counts instead of rerunning it
+    on every draw: `family(**arguments)`, called with the scorer block's
+    arguments, returns a function of (examples, **scorer_kwargs) that gives
+    {score key: CountStatistic or AucStatistic}. Call it in the file given
+    with `--code`, beside the scorer's registration; each statistic is
+    checked against the scorer's own score before it is used."""
+    SCORER_FAMILIES[scorer] = family
 
 
 def component_statistics(

@@ -10,8 +10,8 @@ import numpy
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
-from ..errors import Errors
-from ..files import file_fingerprint, write_atomically
+from ..tool_support.files import file_fingerprint, write_atomically
+from .errors import Errors
 
 SAMPLES = "samples.json"
 CORPUS_READER = "spacy.Corpus.v1"

@@ -27,10 +27,9 @@ from spacy.training import Corpus, Example
 from spacy.util import dot_to_object, registry
 from thinc.api import fix_random_seed, require_gpu
 
-from ..errors import Errors
-from ..files import write_atomically
-from ..layers.hf_shim import first_line
+from ..tool_support.files import write_atomically
 from .counts import component_statistics
+from .errors import Errors
 from .statistics import bootstrap_weights, matches
 
 EVALUATION_VERSION = 1  # bump when the file's content changes meaning: older files are evaluated again
@@ -38,6 +37,12 @@ CONFIG_CORPUS, PLAIN_CORPUS = "config", "plain"  # how the dev examples are read
 EVAL_CORPORA = (CONFIG_CORPUS, PLAIN_CORPUS)
 # what the evaluation was doing when it failed, for failures.py
 LOAD, READ, SCORE, STATISTICS = "load the model", "read the dev examples", "nlp.evaluate", "per-document statistics"
+
+
+def first_line(error: BaseException) -> str:
+    """The first non-empty line of an error's message, without its final stop."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return (lines[0] if lines else type(error).__name__).rstrip(".")
 
 
 def failure_path(output: Path) -> Path:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..errors import Errors
+from .errors import Errors
 from .evaluation import LOAD, PLAIN_CORPUS, READ, SCORE, STATISTICS, failure_path
 
 TRAIN, EVALUATE = "train", "evaluate"

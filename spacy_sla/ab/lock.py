@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, Optional, Type
 
-from ..errors import Errors
+from .errors import Errors
 
 LOCK_FILE = ".ab.lock"
 

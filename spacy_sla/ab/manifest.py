@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..errors import Errors
-from ..files import write_atomically
+from ..tool_support.files import write_atomically
+from .errors import Errors
 from .user_config import PARSER_VARIABLE
 from .variant_blocks import REFERENCE
 

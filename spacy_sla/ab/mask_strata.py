@@ -21,9 +21,9 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence
 import numpy
 from spacy import util
 
-from ..errors import Errors
-from ..files import file_fingerprint, write_atomically
-from ..inspection import InspectionError, select_sla_model
+from ..inspection.trained_pipeline import InspectionError, select_sla_model
+from ..tool_support.files import file_fingerprint, write_atomically
+from .errors import Errors
 from .evaluation import CONFIG_CORPUS, dev_examples
 from .intervals import paired_difference
 from .resampling import DrawValues, bootstrap_interval

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import List, Sequence
 
-from ..errors import Errors
-from ..files import write_atomically
+from ..tool_support.files import write_atomically
+from .errors import Errors
 from .variant_blocks import REFERENCE
 
 PLAN = "plan.json"

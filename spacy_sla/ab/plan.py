@@ -21,7 +21,7 @@ more seeds or sizes. The report needs a run's records, not its models: with
 whose records are complete is kept without them (the output directory, a few
 MB without data/ and the models, is then the comparison's record).
 
-Safety: one call holds OUTPUT_DIR at a time (ab_lock.py); SIGTERM or SIGINT
+Safety: one call holds OUTPUT_DIR at a time (lock.py); SIGTERM or SIGINT
 stops the training child's process group and leaves its run unrecorded
 (stop_on_signals); the arms are those CONFIG_DIR's manifest names, each
 differing from vanilla only in attention, and every arm's attention settings
@@ -38,10 +38,12 @@ import srsly
 from spacy.util import load_config
 from thinc.api import Config
 
-from ..errors import Errors, TransformerLoadFixes
-from ..files import file_fingerprint, write_atomically
-from ..user_code import check_registered
+from spacy_sla.errors import TransformerLoadFixes
+
+from ..tool_support.files import file_fingerprint, write_atomically
+from ..tool_support.user_code import check_registered
 from .data import CORPUS_READER, _reader, check_dev_annotation, corpus_documents, draw_training_samples
+from .errors import OFFLINE_FIX, Errors
 from .evaluation import CONFIG_CORPUS, EVAL_CORPORA
 from .manifest import arm_differences, read_manifest
 from .mask_strata import STRATA_FILE
@@ -274,10 +276,10 @@ def check_transformer_files(model: Dict[str, Any], component: str, loaded: Dict[
     key = json.dumps([name, tokenizer_config], sort_keys=True, default=str)
     if key in loaded:
         return
-    from ..layers.hf_shim import check_config_and_tokenizer
+    from spacy_sla.layers.hf_shim import check_config_and_tokenizer
 
     check_config_and_tokenizer(name, tokenizer_config,
-                               TransformerLoadFixes.HUB + " " + TransformerLoadFixes.AB_OFFLINE.format(component=component))
+                               TransformerLoadFixes.HUB + " " + OFFLINE_FIX.format(component=component))
     loaded[key] = None
 
 

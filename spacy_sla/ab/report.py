@@ -9,7 +9,7 @@ from spacy_sla.ab.outputs import AB_FILES, REPORT, check_outputs, record_outputs
 from spacy_sla.ab.plan import AbPlan
 from spacy_sla.ab.runs import AbRun
 
-from ..files import write_atomically
+from ..tool_support.files import write_atomically
 from .comparison import build_report
 from .report_figure import plot_report
 from .report_markdown import markdown_report

@@ -3,7 +3,7 @@ stack that trains, scores and reports it: train() with `spacy train`
 (kept when it finished with the same settings on the same training data),
 evaluate() with evaluation.py in its own process, execute() of both for a
 grid that goes on after a failed run, run_sequentially() or, on Ray,
-spacy_sla.ray_session.run_grid with execute_logged, lost_run and progress_line."""
+spacy_sla.tool_support.ray_session.run_grid with execute_logged, lost_run and progress_line."""
 import json
 import os
 import shutil
@@ -18,10 +18,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from spacy.util import load_config
 from thinc.api import Config
 
-from ..errors import Errors
-from ..files import file_fingerprint, write_atomically
-from ..user_code import import_user_code
+from ..tool_support.files import file_fingerprint, write_atomically
+from ..tool_support.user_code import import_user_code
 from .children import TRAINER_RECORD, check_no_live_trainer
+from .errors import Errors
 from .evaluation import CONFIG_CORPUS, EVALUATION_VERSION
 from .failures import EVALUATE, TRAIN, RunFailure, failure_message, read_failure, repeating_failure
 from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
@@ -273,13 +273,13 @@ def training_curve(run: AbRun) -> List[Dict[str, Any]]:
 
 @dataclass
 class AbResult:
-    """What became of one run: of an A/B (an AbRun) or of the lab's experiment
+    """What became of one run: of an A/B (an AbRun) or of the replication's experiment
     grid (anything with a name and a run_dir)."""
 
     run: Any
     status: str  # "trained", "kept", "failed" or NOT_RUN
     seconds: float
-    record: Optional[Dict[str, Any]] = None  # the run's record with its scores (with "metric" and "score" in the lab's)
+    record: Optional[Dict[str, Any]] = None  # the run's record with its scores (with "metric" and "score" in the replication's)
     error: str = ""
     log_tail: str = ""
     log_path: Optional[Path] = None  # the log that says why a run failed, where there is one

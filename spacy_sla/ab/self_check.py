@@ -8,7 +8,7 @@ logged score is of that model. A disagreement beyond rounding is
 evaluation read other dev examples than training did (--eval-corpus)."""
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..errors import Warnings
+from .errors import Warnings
 from .evaluation import PLAIN_CORPUS
 
 TOLERANCE = 0.0005  # of a score in [0, 1] (0.05 points ×100): more than the rounding of either number

@@ -13,8 +13,8 @@ score on a draw is the score of the dev set with each document repeated
 that many times.
 
 The counts mirror spaCy's own scorers (`spacy.scorer.Scorer` and the
-scoring functions of its components, spaCy 3.8) and this package's
-registered scorers, and take the keyword arguments the component passes to
+scoring functions of its components, spaCy 3.8) and those registered with
+counts.register_scorer_statistics, and take the keyword arguments the component passes to
 its scorer (`Pipe.score`: the component's cfg and labels). Every statistic
 is checked against the score the scorer reported on the full set before it
 is used (`matches`); a score no statistic covers (a third-party scorer) is
@@ -121,7 +121,8 @@ def _zero_division(numerator: numpy.ndarray, denominator: numpy.ndarray) -> nump
 
 
 def _ged(which: str) -> Callable[..., numpy.ndarray]:
-    """spacy-sla.error_detection_scorer.v1's P, R and F_beta of (tp, fp, fn)."""
+    """P, R and F_beta of (tp, fp, fn), 0 where a ratio is 0/0: the error
+    detection scores of the paper's replication (replication/scorers.py)."""
     def score(sums: Sums, beta: float = 0.5, **_: Any) -> numpy.ndarray:
         tp, fp, fn = sums[:, 0], sums[:, 1], sums[:, 2]
         precision, recall = _zero_division(tp, tp + fp), _zero_division(tp, tp + fn)

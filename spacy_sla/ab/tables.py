@@ -1,6 +1,6 @@
 """Markdown tables of paired comparisons over seeds and over resampled dev
 documents (resampling.py), and of the same split by mask (mask_strata.py):
-the report of `spacy sla ab` and the lab's bootstrap comparisons print them."""
+the report of `spacy sla ab` and the replication's bootstrap comparisons print them."""
 from typing import Any, Dict, Optional, Sequence
 
 from .mask_strata import GAP, STRATUM_LABELS

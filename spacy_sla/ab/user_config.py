@@ -16,8 +16,9 @@ import spacy
 from spacy.util import is_package
 from thinc.api import Config
 
-from ..errors import Errors
-from ..parsers import example_parser, install_advice, resolve_parser
+from spacy_sla.parsers import example_parser, install_advice, resolve_parser
+
+from .errors import Errors
 
 PARSER_VARIABLE = "parser"  # [paths] parser: what `--paths.parser` overrides at training time
 ADDED_PARSER_NAMES = ("parser", "sla_parser")

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from spacy.util import registry
 from thinc.api import Config
 
-from ..errors import Errors
+from .errors import Errors
 
 VARIANTS_DIR = Path(__file__).parent.parent / "variants"
 REFERENCE = "vanilla"
@@ -121,7 +121,7 @@ def check_model_family(model: Dict[str, Any]) -> None:
     before anything is written or trained, not when training starts."""
     model_config = local_model_config(model.get("name"))
     if model_config is not None:
-        from ..layers.family_adapters import check_transformer_config
+        from spacy_sla.layers import check_transformer_config
 
         check_transformer_config(model_config, str(model.get("name")))
 
@@ -134,8 +134,6 @@ def check_attention_model(model: Dict[str, Any], n_layers: Optional[int]) -> Non
     interpolated, or with literal mask settings."""
     mask = model.get("mask")
     if isinstance(mask, dict) and any(key.startswith("@") for key in mask):
-        import spacy_sla.masks  # noqa: F401  (registers the builders)
-
         try:
             registry.resolve({"mask": mask}, validate=True)
         except ValueError as error:  # the builders' coded errors, and thinc's ConfigValidationError
@@ -147,7 +145,7 @@ def check_attention_model(model: Dict[str, Any], n_layers: Optional[int]) -> Non
                                            for index in layers):
         raise ValueError(f"sla_layers must be null (every layer) or a list of layer indices; got {layers!r}.")
     if n_layers is not None:
-        from ..layers.syntax_aware_transformer import resolve_layers
+        from spacy_sla import resolve_layers
 
         resolve_layers(layers, n_layers)
     elif len(set(layers)) != len(layers):

@@ -10,8 +10,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import srsly
 
-from ..errors import Errors
-from ..files import write_atomically
+from ..tool_support.files import write_atomically
+from .errors import Errors
 from .settings import OUTPUT_FORMATS, AnnotateSettings, AnnotationError, BadLine, Shard
 
 MANIFEST = "annotate.json"

@@ -8,8 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import Errors
-from ..files import write_atomically
+from ..tool_support.files import write_atomically
+from .errors import Errors
 from .output import (
     encode_shard,
     holding_output_dir,
@@ -114,7 +114,7 @@ def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
         raise AnnotationError(Errors.E083.format(pipeline=settings.pipeline,
                                                  reason=" ".join(str(error).split()))) from error
     if "gates" in settings.fields:
-        from ..pipeline_component import SLATransformer
+        from spacy_sla import SLATransformer
 
         components = [pipe for _, pipe in nlp.pipeline if isinstance(pipe, SLATransformer)]
         if not components:
@@ -295,7 +295,7 @@ def annotate_on_ray(
     writes one shard per call; Ray restarts a worker that died and retries
     its shard. The input and output directories must be on storage every
     node sees at the same path."""
-    from ..ray_session import import_ray, ray_session
+    from ..tool_support.ray_session import import_ray, ray_session
 
     started = time.time()
     settings = settings.resolved()

@@ -5,8 +5,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..errors import Errors
-from ..files import pipeline_fingerprint
+from ..tool_support.files import pipeline_fingerprint
+from .errors import Errors
 
 OUTPUT_FORMATS = ("spacy", "jsonl")
 FIELDS = ("entities", "cats", "tags", "pos", "deps", "gates")

@@ -1,12 +1,13 @@
 """`python -m spacy sla ...`: registered through spaCy's `spacy_cli` entry
-point, so the commands sit beside spaCy's own."""
+point, so the commands sit beside spaCy's own. Each module holds the
+commands of the tool it is named after."""
 from spacy.cli._util import app
 
 from . import (  # noqa: F401  (registers the commands)
-    ab,  # noqa: F401  (`spacy sla init-config` and `spacy sla ab`: your pipeline)
-    annotate,  # noqa: F401  (`spacy sla annotate`, batch annotation)
-    benchmark,
-    inspect,
+    ab,  # `spacy sla init-config` and `spacy sla ab`: your pipeline
+    annotation,  # `spacy sla annotate`: batch annotation
+    inspection,  # `spacy sla info`, `gates`, `mask` and `mask-stats`
+    pipeline_cost,  # `spacy sla benchmark`: your config's cost
 )
 from ._app import sla_cli
 

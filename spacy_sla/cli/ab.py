@@ -17,12 +17,12 @@ from spacy_sla.ab.processes import AbInterrupted, stop_on_signals
 from spacy_sla.ab.runs import NOT_RUN, AbResult, execute_logged, lost_run, not_run, progress_line, run_sequentially
 
 from ..ab.configs import init_variant_configs
+from ..ab.errors import Errors
 from ..ab.lock import hold_output_dir, live_holder
 from ..ab.manifest import MANIFEST, edited_arms, manifest_variants
 from ..ab.report import write_report
 from ..ab.variant_blocks import VARIANT_OPTIONS, parse_sla_layers, variant_names
-from ..errors import Errors
-from ..user_code import check_registered, import_user_code
+from ..tool_support.user_code import check_registered, import_user_code
 from ._app import CODE_HELP, sla_cli
 
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -148,7 +148,7 @@ def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_r
     runs = prepare(plan)
     _warn_of_edited_arms(plan)
     if ray:
-        from ..ray_session import run_grid
+        from ..tool_support.ray_session import run_grid
 
         if plan.gpu_id >= 0 and ray_gpus_per_run <= 0:
             msg.warn(f"--gpu-id {plan.gpu_id} is ignored with --ray; give each run a GPU with --ray-gpus-per-run 1")

@@ -1,47 +1,24 @@
-"""Per-document counts of the task scorers' metrics, which add up to the
-scorers' values on the whole dev set."""
-import math
-from typing import List, Sequence
+"""Per-document counts of spaCy's entity scores, which add up to the
+scorer's values on the whole dev set, and the statistics of a scorer that
+the user's code registers."""
+from typing import Any, Dict, List, Sequence
 
+import numpy
 import pytest
 import spacy
 from spacy.language import Language
+from spacy.scorer import get_ner_prf
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
-from spacy_sla.ab.counts import component_statistics, entity_counts
+from spacy_sla.ab import CountStatistic, register_scorer_statistics
+from spacy_sla.ab.counts import SCORER_FAMILIES, component_statistics, entity_counts
 from spacy_sla.ab.statistics import full_set_value
-from spacy_sla.training.scorers import entity_score, error_detection_counts, textcat_score
-
-LABELS = ["NEGATIVE", "POSITIVE"]
 
 
 @pytest.fixture(scope="module")
 def nlp() -> Language:
     return spacy.blank("en")
-
-
-def cats_examples(nlp: Language, pairs: Sequence[Sequence[str]]) -> List[Example]:
-    """One example per (gold, predicted) label pair."""
-    examples = []
-    for gold, pred in pairs:
-        predicted = nlp.make_doc("a film")
-        predicted.cats = {label: 0.9 if label == pred else 0.1 for label in LABELS}
-        examples.append(Example.from_dict(predicted, {"cats": {label: float(label == gold) for label in LABELS}}))
-    return examples
-
-
-def test_cats_counts_add_up_to_the_scorers_accuracy_and_mcc(nlp):
-    pairs = [("POSITIVE", "POSITIVE")] * 5 + [("POSITIVE", "NEGATIVE")] * 2 + [("NEGATIVE", "NEGATIVE")] * 4 + [("NEGATIVE", "POSITIVE")]
-    examples = cats_examples(nlp, pairs)
-    statistics = component_statistics({"@scorers": "spacy-sla.textcat_scorer.v1"}, examples, {"labels": LABELS})
-    counts = statistics["cats_mcc"].counts
-    assert counts.shape == (12, 4) and counts.sum(axis=1).tolist() == [1] * 12  # one cell of the 2 x 2 matrix each
-    assert counts.sum(axis=0).tolist() == [4, 1, 2, 5]  # rows gold NEGATIVE, POSITIVE; columns predicted
-    scores = textcat_score(examples, labels=LABELS)
-    assert full_set_value(statistics["cats_accuracy"]) == pytest.approx(9 / 12) == scores["cats_accuracy"]
-    expected_mcc = (5 * 4 - 1 * 2) / math.sqrt(6 * 7 * 5 * 6)
-    assert full_set_value(statistics["cats_mcc"]) == pytest.approx(expected_mcc) == pytest.approx(scores["cats_mcc"])
 
 
 def entity_example(nlp: Language, words: List[str], gold: List[str], predicted_words: List[str], predicted: List[tuple]) -> Example:
@@ -66,24 +43,34 @@ def test_entity_counts_follow_spacys_exact_match_rules(nlp):
     missing = entity_example(nlp, words, ["B-PER", "O", "O", "", "", "O"], words, [(3, 5, "LOC")])
     assert entity_counts(missing) == [0, 0, 1]
     examples = [right_and_wrong_type, merged, missing]
-    statistic = component_statistics({"@scorers": "spacy-sla.entity_scorer.v1"}, examples, {})["ents_f"]
+    statistic = component_statistics({"@scorers": "spacy.ner_scorer.v1"}, examples, {})["ents_f"]
     assert statistic.counts.sum(axis=0).tolist() == [2, 1, 3]
-    assert full_set_value(statistic) == pytest.approx(entity_score(examples)["ents_f"]) == pytest.approx(2 * 2 / (2 * 2 + 1 + 3))
-
-
-def test_error_detection_counts_add_up(nlp):
-    examples = []
-    for gold, pred in [(["c", "i", "c"], ["c", "i", "i"]), (["i", "c"], ["c", "c"])]:
-        doc = Doc(nlp.vocab, words=["w"] * len(pred), tags=pred)
-        examples.append(Example(doc, Doc(nlp.vocab, words=["w"] * len(gold), tags=gold)))
-    statistic = component_statistics({"@scorers": "spacy-sla.error_detection_scorer.v1"}, examples, {})["ged_f05"]
-    assert statistic.counts.tolist() == [[1, 1, 0], [0, 0, 1]]
-    assert tuple(statistic.counts.sum(axis=0)) == error_detection_counts(examples, "i")
-    precision, recall = 1 / 2, 1 / 2
-    assert full_set_value(statistic) == pytest.approx(1.25 * precision * recall / (0.25 * precision + recall))
+    assert full_set_value(statistic) == pytest.approx(get_ner_prf(examples)["ents_f"]) == pytest.approx(2 * 2 / (2 * 2 + 1 + 3))
 
 
 def test_a_scorer_without_statistics_gets_none(nlp):
     """Its scores are recomputed by the scorer on every draw instead (dev_evaluation)."""
     assert component_statistics({"@scorers": "my.scorer.v1"}, [], {}) == {}
     assert component_statistics(None, [], {}) == {}
+
+
+def test_a_registered_scorer_gets_its_statistics_with_its_arguments(nlp, monkeypatch):
+    """What a --code file does for its own scorer: the share of documents
+    whose text is longer than `min_length` words, as a ratio of counts."""
+    monkeypatch.setattr("spacy_sla.ab.counts.SCORER_FAMILIES", dict(SCORER_FAMILIES))
+
+    def long_documents(min_length: int = 2):
+        def statistics(examples: Sequence[Example], **kwargs: Any) -> Dict[str, CountStatistic]:
+            counts = [[int(len(example.reference) > min_length), 0, int(len(example.reference) <= min_length)]
+                      for example in examples]  # (tp, fp, fn): recall is the share
+            return {"long_share": CountStatistic("recall", numpy.array(counts))}
+
+        return statistics
+
+    register_scorer_statistics("my.long_documents.v1", long_documents)
+    examples = [Example(nlp.make_doc(text), nlp.make_doc(text)) for text in ("a b c", "a", "a b c d", "a b")]
+    statistic = component_statistics({"@scorers": "my.long_documents.v1", "min_length": 2}, examples, {})["long_share"]
+    assert full_set_value(statistic) == pytest.approx(2 / 4)
+    statistic = component_statistics({"@scorers": "my.long_documents.v1", "min_length": 1}, examples, {})["long_share"]
+    assert full_set_value(statistic) == pytest.approx(3 / 4)
+    assert "my.long_documents.v1" not in SCORER_FAMILIES  # the test's registration stayed in the test

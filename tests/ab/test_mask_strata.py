@@ -1,4 +1,4 @@
-"""`spacy sla bootstrap --by-mask`: the dev documents a model's local mask
+"""`spacy sla ab --by-mask` (and `python -m replication bootstrap --by-mask`): the dev documents a model's local mask
 restricts, each score on a part of the dev set, and the comparison of a
 variant with the reference on each part."""
 import json

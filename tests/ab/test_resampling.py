@@ -1,25 +1,13 @@
 """The bootstrap over dev documents: the paired resampling of per-document
-counts, and `spacy sla bootstrap` on small trained pipelines."""
-import json
-from pathlib import Path
-from typing import List, Sequence
+counts."""
+from typing import Sequence
 
 import numpy
 import pytest
-import spacy
-from spacy.language import Language
-from spacy.tokens import DocBin
-from spacy.training import Example
-from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from lab.cli import app as lab_app
-from lab.dev_predictions import bootstrap_comparison
-from spacy_sla.ab import runs as ab
 from spacy_sla.ab.resampling import DrawValues, bootstrap_interval
-from spacy_sla.ab.runs import EVALUATION
 from spacy_sla.ab.statistics import CountStatistic, full_set_value
-from spacy_sla.ab.tables import bootstrap_table
 
 LABELS = ["NEGATIVE", "POSITIVE"]
 
@@ -79,75 +67,3 @@ def test_seeds_share_each_draw_of_the_documents():
 def test_models_scored_on_different_documents_are_refused():
     with pytest.raises(ValueError, match="different numbers of documents"):
         paired_bootstrap({0: accuracy_counts([True])}, {0: accuracy_counts([True, False])}, resamples=10)
-
-
-def write_run(training_dir: Path, variant: str, seed: int, nlp: Language) -> None:
-    run_dir = training_dir / variant / f"seed{seed}"
-    run_dir.mkdir(parents=True)
-    nlp.to_disk(run_dir / "model-last")
-    (run_dir / "run.json").write_text(json.dumps({"task": "sst2", "variant": variant, "seed": seed}))
-
-
-def trained_textcat(examples: List[Example], updates: int, seed: int) -> Language:
-    spacy.util.fix_random_seed(seed)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("textcat", config={
-        "model": {"@architectures": "spacy.TextCatBOW.v3", "exclusive_classes": True, "ngram_size": 1, "no_output_layer": False},
-        "scorer": {"@scorers": "spacy-sla.textcat_scorer.v1"},
-    })
-    nlp.initialize(lambda: examples)
-    for _ in range(updates):
-        nlp.update(examples)
-    return nlp
-
-
-def test_bootstrap_command_compares_trained_runs_on_their_dev_documents(tmp_path, monkeypatch):
-    vocab_nlp = spacy.blank("en")
-    texts = [("a great film", "POSITIVE"), ("a dull film", "NEGATIVE"), ("great acting", "POSITIVE"),
-             ("dull and long", "NEGATIVE"), ("great fun", "POSITIVE"), ("long and dull", "NEGATIVE")]
-    docs = []
-    for text, label in texts:
-        doc = vocab_nlp.make_doc(text)
-        doc.cats = {name: float(name == label) for name in LABELS}
-        docs.append(doc)
-    corpus_dir = tmp_path / "corpus"
-    corpus_dir.mkdir()
-    DocBin(docs=docs, store_user_data=True).to_disk(corpus_dir / "dev.spacy")
-    examples = [Example(vocab_nlp.make_doc(doc.text), doc) for doc in docs]
-    training_dir = tmp_path / "training"
-    models = {}
-    for seed in (0, 1):
-        for variant, updates in (("vanilla", 0), ("sla", 5)):
-            models[variant, seed] = trained_textcat(examples, updates, seed)
-            write_run(training_dir, variant, seed, models[variant, seed])
-    output = tmp_path / "bootstrap.json"
-    result = CliRunner().invoke(lab_app, ["bootstrap", "sst2", str(corpus_dir), str(training_dir), "--variants", "sla",
-                                      "--resamples", "500", "--output", str(output)])
-    assert result.exit_code == 0, result.output
-    comparison = json.loads(output.read_text())
-    row = comparison["rows"][0]
-    assert row["seeds"] == [0, 1] and row["documents"] == 6 and comparison["metric"] == "cats_accuracy"
-    for (variant, seed), model in models.items():  # the per-seed scores are what spaCy's evaluation gives
-        fresh = [Example(model.make_doc(doc.text), doc) for doc in docs]
-        assert row["scores"][variant][str(seed)] == pytest.approx(model.evaluate(fresh)["cats_accuracy"])
-    assert row["over_seeds"]["mean"] == pytest.approx(row["over_documents"]["mean"])
-    assert row["over_documents"]["low"] <= row["over_documents"]["mean"] <= row["over_documents"]["high"]
-    assert "| sla − vanilla | 2 |" in result.output and "| sla − vanilla | 2 |" in bootstrap_table(comparison)
-    assert (training_dir / "sla" / "seed0" / EVALUATION).exists()
-
-    # a second comparison reads the kept evaluations instead of running the models
-    def no_model(*args, **kwargs):
-        raise AssertionError("a model was evaluated although its evaluation was kept")
-
-    monkeypatch.setattr(ab, "run_command", no_model)
-    again = bootstrap_comparison("sst2", corpus_dir, training_dir, ["sla"], "vanilla", resamples=500)
-    assert {name: {str(seed): score for seed, score in scores.items()} for name, scores in again["rows"][0]["scores"].items()} == row["scores"]
-
-
-def test_a_missing_run_is_a_coded_error(tmp_path):
-    (tmp_path / "corpus").mkdir()
-    (tmp_path / "training").mkdir()
-    failed = CliRunner().invoke(lab_app, ["bootstrap", "sst2", str(tmp_path / "corpus"), str(tmp_path / "training"), "--seeds", "3"])
-    assert failed.exit_code == 1 and "[SLA-E020]" in failed.output and "Traceback" not in failed.output
-    with pytest.raises(ValueError, match=r"\[SLA-E020\].*vanilla, seed 3"):
-        bootstrap_comparison("sst2", tmp_path / "corpus", tmp_path / "training", ["sla"], "vanilla", seeds=[3])

@@ -22,7 +22,7 @@ from spacy_sla.ab.data import read_docbin_corpus
 from spacy_sla.ab.mask_strata import GAP, RESTRICTED, STRATA_FILE, UNRESTRICTED
 from spacy_sla.ab.resampling import bootstrap_interval
 from spacy_sla.ab.statistics import full_set_value, statistic_from_json
-from spacy_sla.files import file_fingerprint
+from spacy_sla.tool_support.files import file_fingerprint
 
 from util import annotated_docs
 

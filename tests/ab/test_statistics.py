@@ -19,7 +19,6 @@ from spacy.training import Example
 
 from spacy_sla.ab.counts import component_statistics
 from spacy_sla.ab.statistics import AucStatistic, CountStatistic, bootstrap_weights, full_set_value, statistic_from_json
-from spacy_sla.training.scorers import make_error_detection_scorer, make_textcat_scorer
 
 from util import english_vocab
 
@@ -95,17 +94,6 @@ def make_examples(n_docs: int = 40, seed: int = 0, with_missing: bool = True):
     return examples
 
 
-def _error_examples(n_docs: int = 30, seed: int = 1):
-    rng = random.Random(seed)
-    examples = []
-    for _ in range(n_docs):
-        words = WORDS[: rng.randint(3, len(WORDS))]
-        gold = Doc(english_vocab(), words=words, tags=[rng.choice("cci") for _ in words])
-        predicted = Doc(english_vocab(), words=words, tags=[rng.choice("ci") for _ in words])
-        examples.append(Example(predicted, gold))
-    return examples
-
-
 CASES = [
     # (scorer name in a config, spaCy's scoring function, the kwargs Pipe.score passes)
     ("spacy.tagger_scorer.v1", tagger_score, {}),
@@ -118,7 +106,6 @@ CASES = [
     ("spacy.textcat_scorer.v2", textcat_score, {"labels": ["NEG", "POS"], "threshold": 0.0, "positive_label": None}),
     ("spacy.textcat_scorer.v2", textcat_score, {"labels": ["NEG", "POS"], "threshold": 0.0, "positive_label": "POS"}),
     ("spacy.textcat_multilabel_scorer.v2", textcat_multilabel_score, {"labels": ["NEG", "POS"], "threshold": 0.5}),
-    ("spacy-sla.textcat_scorer.v1", make_textcat_scorer(), {"labels": ["NEG", "POS"], "threshold": 0.0}),
 ]
 
 
@@ -150,17 +137,6 @@ def test_a_draw_gives_the_score_of_the_drawn_documents(scorer_name, score, kwarg
         expected = _numeric(score(drawn, **kwargs))
         for key, value in expected.items():
             assert statistics[key].values(draw[None, :])[0] == pytest.approx(value, abs=1e-12), key
-
-
-def test_error_detection_statistics():
-    examples = _error_examples()
-    scorer = make_error_detection_scorer("i", 0.5)
-    reported = _numeric(scorer(examples))
-    statistics = component_statistics({"@scorers": "spacy-sla.error_detection_scorer.v1", "error_tag": "i",
-                                       "beta": 0.5}, examples, {})
-    assert set(reported) == {"ged_p", "ged_r", "ged_f05", "tag_acc"}
-    for key, value in reported.items():
-        assert full_set_value(statistics[key]) == pytest.approx(value, abs=1e-12), key
 
 
 def test_the_counts_by_hand():

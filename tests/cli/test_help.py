@@ -1,4 +1,4 @@
-"""Every `spacy sla` and `python -m lab` command's --help reads as written
+"""Every `spacy sla` and `python -m replication` command's --help reads as written
 for the user: no placeholder of the code left unfilled."""
 import re
 
@@ -6,7 +6,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from lab.cli import app as lab_app
+from replication.cli import app as replication_app
 from spacy_sla.ab.manifest import MANIFEST
 from spacy_sla.cli import sla_cli
 
@@ -20,10 +20,15 @@ def command_names(app):
 
 
 def unfilled(help_text: str):
-    """The placeholders of a help text, apart from the usage line, where
-    spaCy's CLI shows the arguments as {name} itself."""
-    return [found for line in help_text.splitlines() if not line.strip().startswith("Usage:")
-            for found in PLACEHOLDER.findall(line)]
+    """The placeholders of a help text, apart from the usage (its line and
+    the lines it wraps onto, up to the first empty one), where spaCy's CLI
+    shows the arguments as {name} itself."""
+    found, in_usage = [], False
+    for line in help_text.splitlines():
+        in_usage = line.strip().startswith("Usage:") or (in_usage and bool(line.strip()))
+        if not in_usage:
+            found += PLACEHOLDER.findall(line)
+    return found
 
 
 @pytest.mark.parametrize("command", command_names(sla_cli))
@@ -33,9 +38,9 @@ def test_the_help_of_every_sla_command_has_no_unfilled_placeholder(command):
     assert unfilled(result.output) == []
 
 
-@pytest.mark.parametrize("command", command_names(lab_app))
-def test_the_help_of_every_lab_command_has_no_unfilled_placeholder(command):
-    result = CliRunner().invoke(lab_app, [command, "--help"])
+@pytest.mark.parametrize("command", command_names(replication_app))
+def test_the_help_of_every_replication_command_has_no_unfilled_placeholder(command):
+    result = CliRunner().invoke(replication_app, [command, "--help"])
     assert result.exit_code == 0, result.output
     assert unfilled(result.output) == []
 

@@ -1,0 +1,4 @@
+"""`python -m replication COMMAND ...` from the repository root."""
+from .cli import app
+
+app(prog_name="python -m replication")

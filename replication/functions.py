@@ -1,0 +1,14 @@
+"""The replication's registered functions: give this file as `--code`.
+
+The task configs (configs/) name functions that only the replication uses,
+which are not in the wheel: the task heads `sla-lab.TextCatReduce.v1`,
+`sla-lab.TextCatCLS.v1` and `sla-lab.Tagger.v1` (heads.py), the scorers of
+the paper's metrics `sla-lab.textcat_scorer.v1`, `sla-lab.entity_scorer.v1`
+and `sla-lab.error_detection_scorer.v1` (scorers.py, with their per-document
+statistics for the A/B bootstrap: scorer_statistics.py) and the component
+`sla_lab_token_ner` (token_ner.py). So every `spacy train`, `spacy evaluate`
+and `spacy sla ab` of such a config gets `--code replication/functions.py`
+(`python -m replication` passes it to the runs it starts), run from the
+repository's root, where `replication` imports from.
+"""
+from replication import heads, record_names, scorer_statistics, scorers, token_ner  # noqa: F401  (register on import)
