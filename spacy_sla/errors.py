@@ -185,8 +185,8 @@ class Errors(metaclass=SLACodes):
     E024 = (
         "The mask statistics need a mask builder (a bool matrix per span); "
         "{builder} gives tree distances for a learned bias, which hide no "
-        "pair. Use a mask builder such as spacy-sla.syntax_mask.v3 or "
-        "spacy-sla.window_mask.v2."
+        "pair. Use a mask builder such as spacy-sla.syntax_mask.v1 or "
+        "spacy-sla.window_mask.v1."
     )
     E025 = (
         "Invalid {option} {value} for the mask statistics. Use one of: {choices}."
@@ -206,8 +206,10 @@ class Errors(metaclass=SLACodes):
         "convert`."
     )
     E032 = (
-        "Unknown attention variant '{variant}'. The variants spacy-sla ships: "
-        "{variants} (\"Attention variants\" in docs/usage.md says what each one does)."
+        "Unknown attention variant '{variant}'. The registered variants: "
+        "{variants} (\"Attention variants\" in docs/usage.md says what each of "
+        "spacy-sla's does; your own variant is registered with "
+        "spacy_sla.variants.register_variant in the file you give --code)."
     )
     E033 = (
         "Cannot source a parser from '{parser}': {reason}. SLA needs a "
@@ -527,7 +529,7 @@ class Errors(metaclass=SLACodes):
         "The component '{name}' (factory \"sla_transformer\") has the model "
         "{model}, which is not an SLA model, so it would run plain global "
         "attention and has no local masks. Set its `@architectures` to "
-        "{architectures} (they take the same settings as "
+        "{architectures} (the settings of "
         "spacy-transformers.TransformerModel.v3, plus the mask), or use the "
         "factory \"transformer\" for plain attention."
     )
@@ -664,6 +666,19 @@ class Errors(metaclass=SLACodes):
         "--eval-corpus takes config (each arm's [training] dev_corpus with "
         "--paths.dev, as `spacy train` scores) or plain (spaCy's Corpus over "
         "--paths.dev, as `spacy evaluate` scores); got '{value}'."
+    )
+
+    # Registered names and variants
+    E120 = (
+        "The config names '{name}', a name spacy-sla retired before its "
+        "first release: write '{replacement}' instead, with {rewrite}. Every "
+        "retired name and its replacement: {others}."
+    )
+    E121 = (
+        "Cannot register the attention variant {name}: {problem}. Give "
+        "register_variant a file-stem name no other variant has, a line "
+        "that says what it is, and the config text of its "
+        "[components.transformer] blocks (see spacy_sla/variants/window.py)."
     )
 
 class TransformerLoadFixes:

@@ -16,7 +16,8 @@ from spacy.tokens import DocBin
 from thinc.api import Config
 
 from spacy_sla.ab.configs import make_variant_configs
-from spacy_sla.ab.variant_blocks import REFERENCE, variant_names
+from spacy_sla.ab.variant_blocks import REFERENCE
+from spacy_sla.variants import variant_names
 
 ROOT = Path(__file__).parent.parent
 

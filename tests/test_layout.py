@@ -13,9 +13,9 @@ PACKAGE = Path(__file__).parent.parent / "spacy_sla"
 # bottom to top
 LAYERS = [
     {"about", "errors", "files", "user_code"},
-    {"punctuation", "dependency_tree", "conllu", "parsers"},
-    {"masks", "data_classes"},
-    {"syntax_inputs"},
+    {"conllu", "parsers", "data_classes"},
+    {"syntax"},
+    {"variants"},
     {"layers"},
     {"gates"},
     {"pipeline_component", "architectures", "token_ner", "entity_guard", "parse_withdrawal"},

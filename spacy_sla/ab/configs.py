@@ -2,8 +2,8 @@
 one config per attention variant, for an A/B comparison of attention and
 nothing else.
 
-The variants (spacy_sla/variants/NAME.cfg, the same parts the project's own
-configs are generated from) differ only in the transformer component's
+The variants (the registered ones, spacy_sla.variants: the same blocks the
+project's own configs are generated from) differ only in the transformer component's
 blocks: its factory, its architecture and the SLA settings. Everything else
 is the user's: the transformer's own settings (model name, span getter,
 tokenizer, mixed precision, ...), every other component, the corpora, the
@@ -40,6 +40,7 @@ from thinc.api import Config
 from ..errors import Errors
 from ..files import write_atomically
 from ..parsers import installed_default_parser
+from ..variants import variant_names
 from .manifest import MANIFEST, describe_present, earlier_files, sha256_of, write_manifest
 from .user_config import (
     PARSER_VARIABLE,
@@ -56,7 +57,6 @@ from .variant_blocks import (
     check_variant_options,
     takes_option,
     transformer_block,
-    variant_names,
 )
 
 DEFAULT_VARIANTS = ("sla", "window")

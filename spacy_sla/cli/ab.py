@@ -20,9 +20,10 @@ from ..ab.configs import init_variant_configs
 from ..ab.lock import hold_output_dir, live_holder
 from ..ab.manifest import MANIFEST, edited_arms, manifest_variants
 from ..ab.report import write_report
-from ..ab.variant_blocks import VARIANT_OPTIONS, parse_sla_layers, variant_names
+from ..ab.variant_blocks import VARIANT_OPTIONS, parse_sla_layers
 from ..errors import Errors
 from ..user_code import check_registered, import_user_code
+from ..variants import variant_names
 from ._app import CODE_HELP, sla_cli
 
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}

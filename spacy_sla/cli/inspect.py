@@ -18,7 +18,6 @@ from spacy.tokens import DocBin
 from tqdm import tqdm
 from wasabi import msg
 
-from ..dependency_tree import has_complete_parse
 from ..inspection import (
     GateStatistics,
     InspectionError,
@@ -45,6 +44,7 @@ from ..mask_statistics import (
 )
 from ..mask_views import mask_html, plot_masks, token_mask, wordpiece_masks
 from ..parsers import resolve_parser
+from ..syntax.doc_parses import has_complete_parse
 from ..user_code import import_user_code
 from ._app import CODE_HELP, sla_cli
 

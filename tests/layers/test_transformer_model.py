@@ -14,7 +14,7 @@ from spacy_sla.layers import SLATransformerModel, SyntaxAwareTransformer
 
 from util import add_textcat_listener, english_vocab, sla_nlp, the_cat_sat, trf_output
 
-SMALL_MASK = {"mask": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1, "punct_visible": False}}
+SMALL_MASK = {"mask": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1, "punct_rule": "none"}}
 
 
 def trained_sla_nlp(tiny_bert, **model_config):
