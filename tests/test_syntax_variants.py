@@ -12,7 +12,7 @@ from thinc.api import Config
 from spacy_sla import AncestorMask, SyntaxMask, ThresholdLogBias, TreeDistanceBuckets
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.syntax.builders import BuilderKind, builder_kind
-from spacy_sla.syntax.syntax_inputs import build_syntax_inputs, expand_to_pieces
+from spacy_sla.syntax.syntax_inputs import build_syntax_inputs
 
 from reference import slow_ancestor_mask, slow_no_neighbour_mask
 from strategies import random_forests
@@ -124,31 +124,6 @@ def test_ablation_and_ancestor_masks_match_their_definitions(doc, threshold, spa
 
 
 # --- wordpiece inputs ---------------------------------------------------------
-
-def test_distances_of_a_shared_piece_are_the_smallest():
-    # tokens t0, t1, t2; pieces p0 (t0), p1 (t1 and t2), p2 (t2), p3 (none)
-    distances = numpy.array([[0, 2, 5], [2, 0, 1], [5, 1, 0]], dtype=numpy.int16)
-    pairs = (numpy.array([0, 1, 2, 2]), numpy.array([0, 1, 1, 2]))
-    expanded = expand_to_pieces(distances, pairs, 4, unanchored=9)
-    assert expanded.tolist() == [[0, 2, 5, 9], [2, 0, 0, 9], [5, 0, 0, 9], [9, 9, 9, 9]]
-
-
-
-@pytest.mark.parametrize(
-    "pieces", [[1, 2, 3, 4], [4, 3, 1, 2]], ids=["a run of pieces", "pieces out of order"]
-)
-def test_unshared_pieces_take_their_tokens_values(pieces):
-    # tokens t0, t1, t2; t1 has two pieces; piece 0 and 5 have no token
-    distances = numpy.array([[0, 2, 5], [2, 0, 1], [5, 1, 0]], dtype=numpy.int16)
-    tokens = numpy.array([0, 1, 1, 2])
-    expanded = expand_to_pieces(distances, (tokens, numpy.array(pieces)), 6, unanchored=9)
-    token_of_piece = dict(zip(pieces, tokens.tolist()))
-    expected = [
-        [distances[token_of_piece[row], token_of_piece[col]] if row in token_of_piece and col in token_of_piece else 9 for col in range(6)]
-        for row in range(6)
-    ]
-    assert expanded.tolist() == expected
-    assert expanded[1].tolist() == ([9, 0, 2, 2, 5, 9] if pieces == [1, 2, 3, 4] else [9, 0, 1, 0, 2, 9])
 
 @pytest.fixture(scope="module")
 def model(tiny_bert):

@@ -11,7 +11,7 @@ from spacy.tokens import Doc, Span
 import spacy_sla.syntax.syntax_inputs as syntax_inputs_module
 from spacy_sla import MissingParseError, SyntaxMask
 from spacy_sla.data_classes import IGNORED_TARGET
-from spacy_sla.syntax.syntax_inputs import SyntaxInputs, build_syntax_inputs, wordpiece_visibility
+from spacy_sla.syntax.syntax_inputs import SyntaxInputs, build_syntax_inputs
 
 from util import english_vocab, parsed_doc, sla_nlp
 
@@ -35,18 +35,6 @@ def local_mask(model, spans, builder, on_missing_parse="error"):
         spans, align, wordpieces.lengths, wordpieces.input_ids.shape[1], local=builder, on_missing_parse=on_missing_parse
     )
     return wordpieces, inputs
-
-
-def test_wordpiece_visibility_by_hand():
-    # tokens t0, t1; pieces p0 (t0), p1 (t0 and t1), p2 (t1), p3 (no token)
-    token_visible = numpy.array([[True, False], [True, True]])
-    visible = wordpiece_visibility(token_visible, (numpy.array([0, 0, 1, 1]), numpy.array([0, 1, 1, 2])), 4)
-    assert as_ints(visible) == [
-        [1, 1, 0, 1],  # p0 = t0 sees t0's pieces (p0, p1)
-        [1, 1, 1, 1],  # p1 = t0 or t1: sees what either sees
-        [1, 1, 1, 1],  # p2 = t1 sees t0 and t1
-        [1, 1, 1, 1],  # p3: unaligned, sees everything
-    ]
 
 
 def test_pieces_of_a_token_share_its_row_and_column(model):
