@@ -1,13 +1,12 @@
 """The registry of attention variants: every shipped variant's blocks are a
-transformer component; a variant of one's own, registered in a test as a
-user registers it (a builder in @misc, register_variant with its block), is
-offered by init-config and used in the forward pass; bad registrations and
-unknown names are refused with a code."""
+transformer component; a variant of one's own, registered as a user
+registers it (a builder in @misc and register_variant in the file given to
+--code), is offered by init-config and used in the forward pass; bad
+registrations and unknown names are refused with a code."""
 import numpy
 import pytest
 import spacy
 from spacy.cli.init_config import init_config
-from spacy.util import registry
 from thinc.api import Config
 from typer.testing import CliRunner
 
@@ -21,22 +20,34 @@ SHIPPED = ["depscale", "lisa", "logthreshold", "sgnet", "sla", "sla-noneighbours
            "vanilla", "window"]
 
 
-class NextWordMask:
-    """A toy mask: each token sees itself and the token after it."""
+# A variant of one's own, as a user writes it in the file given to `--code`.
+TOY_VARIANT = '''
+import numpy
 
-    def __call__(self, doclike) -> numpy.ndarray:
+from spacy_sla.variants import register_variant, sla_transformer
+
+
+class NextWordMask:
+    """Each token sees itself and the token after it."""
+
+    def __call__(self, doclike):
         n = len(doclike)
         return numpy.eye(n, dtype=bool) | numpy.eye(n, k=1, dtype=bool)
 
 
 @registry.misc("test.next_word_mask.v1")
-def create_next_word_mask() -> NextWordMask:
+def create_next_word_mask():
     return NextWordMask()
 
 
-TOY_BLOCK = sla_transformer() + """
+register_variant("next-word", "Each token sees the next one.", sla_transformer() + """
 [components.transformer.model.mask]
 @misc = "test.next_word_mask.v1"
+""")
+'''
+TOY_BLOCK = sla_transformer() + """
+[components.transformer.model.mask]
+@misc = "spacy-sla.window_mask.v1"
 """
 
 
@@ -59,29 +70,30 @@ def test_every_shipped_variant_is_a_transformer_component():
 
 
 def test_a_toy_variant_is_offered_by_init_config_and_used_in_the_forward_pass(variants, tmp_path, tiny_bert):
-    register_variant("next-word", "Each token sees the next one (a test).", TOY_BLOCK)
-    assert "next-word" in variant_names()
+    (tmp_path / "toy_variant.py").write_text(TOY_VARIANT, encoding="utf8")
     # a user's tagger config with its own parser, which init-config moves before the transformer
     user = init_config(lang="en", pipeline=["tagger", "parser"], optimize="efficiency", gpu=True)
     user.to_disk(tmp_path / "user.cfg")
     result = CliRunner().invoke(spacy.cli.app, ["sla", "init-config", str(tmp_path / "user.cfg"),
-                                                str(tmp_path / "configs"), "--variants", "next-word"])
+                                                str(tmp_path / "configs"), "--variants", "next-word",
+                                                "--code", str(tmp_path / "toy_variant.py")])
     assert result.exit_code == 0, result.output
+    assert "next-word" in variant_names()
     written = Config().from_disk(tmp_path / "configs" / "next-word.cfg", interpolate=False)
     block = written["components"]["transformer"]
-    assert block["model"]["mask"] == {"@misc": "test.next_word_mask.v1"}
+    assert block["factory"] == "sla_transformer" and block["model"]["mask"] == {"@misc": "test.next_word_mask.v1"}
     assert block["model"]["name"] == user["components"]["transformer"]["model"]["name"]
 
     nlp = spacy.blank("en", vocab=english_vocab())
-    model = {**block["model"], "name": str(tiny_bert)}
-    nlp.add_pipe("sla_transformer", config={"model": model, "store_gates": True})
+    nlp.add_pipe("sla_transformer", config={"model": {**block["model"], "name": str(tiny_bert)}, "store_gates": True})
     nlp.initialize()
     doc = nlp(the_cat_sat(nlp.vocab))
     assert doc._.trf_data.model_output.last_hidden_state.shape[-1] == 32
     assert not numpy.isnan(doc._.sla_gates).any()  # every layer's local branch ran on the Doc
     (mask,) = nlp.get_pipe("sla_transformer").local_masks([the_cat_sat(nlp.vocab)])
     # one wordpiece per token here; [CLS] and [SEP] see and are seen by everything
-    assert (mask[1:-1, 1:-1] == NextWordMask()(doc)).all()
+    n = len(doc)
+    assert (mask[1:-1, 1:-1] == (numpy.eye(n, dtype=bool) | numpy.eye(n, k=1, dtype=bool))).all()
     assert mask[0].all() and mask[:, -1].all()
 
 
