@@ -23,6 +23,7 @@ SHIPPED = ["depscale", "lisa", "logthreshold", "sgnet", "sla", "sla-noneighbours
 # A variant of one's own, as a user writes it in the file given to `--code`.
 TOY_VARIANT = '''
 import numpy
+from spacy.util import registry
 
 from spacy_sla.variants import register_variant, sla_transformer
 
