@@ -57,8 +57,8 @@ from .profiling import format_differences, operator_differences, parse_profile_s
 
 VARIANTS = ("vanilla", "sla", "window")
 MASKS = {
-    "sla": {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"},
-    "window": {"@misc": "spacy-sla.window_mask.v2", "window": 3, "punct_rule": "authors"},
+    "sla": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_rule": "authors"},
+    "window": {"@misc": "spacy-sla.window_mask.v1", "window": 3, "punct_rule": "authors"},
 }
 
 

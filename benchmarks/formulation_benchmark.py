@@ -13,7 +13,7 @@ Wall-clock medians of the repetitions after a warm-up, as ratios to vanilla;
 run it on an idle machine. The dropout draws of the two branches stay
 independent in both (the authors' definition).
 
-    HF_HUB_OFFLINE=1 python -m benchmarks.formulation_benchmark docs/ab/conll2003-ner/ner.cfg \
+    HF_HUB_OFFLINE=1 python -m benchmarks.formulation_benchmark results/ab/conll2003-ner/ner.cfg \
         corpus/conll2003-docs/train.spacy --n-docs 64 --model training/minilm [--repeats 6] [--output F.json]
 """
 import argparse

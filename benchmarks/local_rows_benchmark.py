@@ -105,7 +105,7 @@ def layer_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], float]
     return timed
 
 
-SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
+SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_rule": "authors"}
 
 
 def alternating_medians(

@@ -41,14 +41,14 @@ import spacy
 import torch
 from spacy.tokens import DocBin
 
-import spacy_sla.punctuation as punctuation
+import spacy_sla.syntax.punctuation as punctuation
 from benchmarks import encoders as benchmark
 from spacy_sla.layers import AttentionPaths, computing_by
 from spacy_sla.layers.transformer_model import flatten_spans
 
 WAYS = ("vanilla", "sla-before", "sla-sdpa", "sla")
 ALL_WAYS = WAYS + ("floor",)
-SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors"}
+SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_rule": "authors"}
 _CACHED_TEST = punctuation.is_authors_punctuation
 
 

@@ -1,9 +1,9 @@
 """Generate the training configs in configs/ from the parts in configs/parts.
 
 Each config is common.cfg + the task's component (components/*.cfg) + the
-task (tasks/*.cfg) + an attention variant (spacy_sla/variants/*.cfg, the
-package's own, which `spacy sla init-config` also uses), so the variants
-of a task differ only in their [components.transformer] block. Gold-syntax
+task (tasks/*.cfg) + an attention variant (the package's registered
+variants, spacy_sla.variants, which `spacy sla init-config` also uses), so
+the variants of a task differ only in their [components.transformer] block. Gold-syntax
 configs drop the parser and read the corpora with spacy-sla.GoldSyntaxCorpus.v1.
 
 A recipe (recipes/NAME/) may first swap the task's component part for
@@ -12,10 +12,10 @@ common.cfg, then its part for the task's component and its part for the task
 where it has them. It gives TASK_NAME-ATTENTION.cfg next to the tuned
 TASK_ATTENTION.cfg, for the tasks it names (all when it names none). "paper"
 is the authors' training recipe (docs/usage.md, "The paper's recipe");
-"tokens" is the tuned recipe with NER as token classification (sla_token_ner).
+"tokens" is the tuned recipe with NER as token classification (sla_lab_token_ner).
 
-Only the configs that a record under results/ or docs/ab/, the docs or the
-demo name are committed (configs/.gitignore lists them); the project's
+Only the configs that a record under results/, the docs or the demo name
+are committed (configs/.gitignore lists them); the project's
 `configs` command writes the others before the experiments train.
 
     python configs/generate.py                 # (re)write every configs/*.cfg
@@ -33,7 +33,7 @@ from thinc.api import Config
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from replication.tasks import TASKS  # noqa: E402
-from spacy_sla.ab.variant_blocks import VARIANTS_DIR, variant_names  # noqa: E402
+from spacy_sla.variants import get_variant, variant_names  # noqa: E402
 
 CONFIGS = Path(__file__).parent
 PARTS = CONFIGS / "parts"
@@ -61,7 +61,7 @@ RECIPES = {
         components={"ner": "token_ner"},
     ),
     "tokens": Recipe(
-        "# The tuned settings of TASK_ATTENTION.cfg with NER as token classification (sla_token_ner: a softmax\n"
+        "# The tuned settings of TASK_ATTENTION.cfg with NER as token classification (sla_lab_token_ner: a softmax\n"
         "# over BIO tags on each token) instead of spaCy's transition-based ner: docs/usage.md, \"Token NER\".\n",
         components={"ner": "token_ner"},
         tasks=("conll2003",),
@@ -73,21 +73,23 @@ def attention_variants() -> List[str]:
     return variant_names()
 
 
-def part_files(task: str, attention: str, recipe: Optional[str] = None) -> List[Path]:
+class Part(NamedTuple):
+    name: str  # as the header names it: relative to configs/parts, or "variant NAME"
+    text: str
+
+
+def parts(task: str, attention: str, recipe: Optional[str] = None) -> List[Part]:
     component = TASKS[task].component
     if recipe is not None:
         component = RECIPES[recipe].components.get(component, component)
-    files = [
-        PARTS / "common.cfg",
-        PARTS / "components" / f"{component}.cfg",
-        PARTS / "tasks" / f"{task}.cfg",
-        VARIANTS_DIR / f"{attention}.cfg",  # the attention variants ship with the package (init-config)
-    ]
+    files = [PARTS / "common.cfg", PARTS / "components" / f"{component}.cfg", PARTS / "tasks" / f"{task}.cfg"]
     if recipe is not None:
         recipe_dir = PARTS / "recipes" / recipe
         files += [path for path in (recipe_dir / "common.cfg", recipe_dir / f"{component}.cfg", recipe_dir / f"{task}.cfg")
                   if path.exists()]
-    return files
+    found = [Part(str(path.relative_to(PARTS)), path.read_text(encoding="utf8")) for path in files]
+    # the attention variants are the package's (init-config's), after the task's parts and before a recipe's
+    return found[:3] + [Part(f"variant {attention}", get_variant(attention).text())] + found[3:]
 
 
 def use_gold_syntax(config: Config) -> Config:
@@ -136,19 +138,14 @@ def in_order_of(merged: dict, before: dict) -> dict:
     }
 
 
-def _part_name(path: Path) -> str:
-    """A part as the header names it: relative to configs/parts, or to the repository for the package's variants."""
-    return str(path.relative_to(PARTS if path.is_relative_to(PARTS) else CONFIGS.parent))
-
-
 def build(task: str, attention: str, gold_syntax: bool = False, recipe: Optional[str] = None) -> Tuple[str, str]:
     """The file name and text of one generated config."""
-    files = part_files(task, attention, recipe)
-    n_base = len(part_files(task, attention))
+    found = parts(task, attention, recipe)
+    n_base = len(parts(task, attention))
     config = Config()
-    for i, path in enumerate(files):
+    for i, part in enumerate(found):
         # a block naming another registered function replaces the block before it (thinc's merge)
-        merged = config.merge(Config().from_disk(path, interpolate=False))
+        merged = config.merge(Config().from_str(part.text, interpolate=False))
         # thinc puts the keys of the part merged in first; a recipe's settings keep the places they have in
         # the tuned config instead (the tuned configs are left as they always were)
         config = Config(in_order_of(merged, config)) if i >= n_base else merged
@@ -156,8 +153,7 @@ def build(task: str, attention: str, gold_syntax: bool = False, recipe: Optional
     if gold_syntax:
         config = use_gold_syntax(config)
         name += "_gold"
-    parts = ", ".join(_part_name(path) for path in files)
-    header = HEADER.format(parts=parts) + ("" if recipe is None else RECIPES[recipe].header)
+    header = HEADER.format(parts=", ".join(part.name for part in found)) + ("" if recipe is None else RECIPES[recipe].header)
     return f"{name}.cfg", header + render(config)
 
 

@@ -42,7 +42,7 @@ def curves_by_task(
 
 
 # The attention variants in the order they get the most distinct colours (tab10's, then tab20's light ones).
-COLOUR_ORDER = ("vanilla", "plain", "sla", "window", "sgnet", "lisa", "softbias", "softthreshold", "depscale")
+COLOUR_ORDER = ("vanilla", "plain", "sla", "window", "sgnet", "lisa", "softbias", "logthreshold", "depscale")
 LINE_STYLES = ("-", "--", ":", "-.")
 
 

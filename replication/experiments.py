@@ -331,7 +331,7 @@ def with_final_score(curve: List[Dict[str, Any]], max_steps: Optional[int], scor
 
 # The baseline first (the spaCy pipeline, then the plain transformers + torch fine-tune of
 # replication/baseline.py), then the paper's comparison order; unknown variants follow alphabetically.
-VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "softthreshold", "depscale", "sla-noneighbours", "sla-nopunct")
+VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "logthreshold", "depscale", "sla-noneighbours", "sla-nopunct")
 # Training recipes other than the tuned one (configs/TASK_RECIPE-ATTENTION.cfg; `python -m replication baseline --variant
 # paper-plain`): a RECIPE-X row is compared with RECIPE-vanilla of its task, and follows the tuned rows.
 # "tokens" trains as the tuned configs do with another NER head (sla_lab_token_ner), so its vanilla's plain

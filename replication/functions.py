@@ -11,4 +11,4 @@ and `spacy sla ab` of such a config gets `--code replication/functions.py`
 (`python -m replication` passes it to the runs it starts), run from the
 repository's root, where `replication` imports from.
 """
-from replication import heads, record_names, scorer_statistics, scorers, token_ner  # noqa: F401  (register on import)
+from replication import heads, scorer_statistics, scorers, token_ner  # noqa: F401  (register on import)

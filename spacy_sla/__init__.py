@@ -6,43 +6,47 @@ annotation, inspection, pipeline_cost, cli) use the plugin only through them
 and the `__all__` of its modules (tests/test_layout.py)."""
 from . import architectures  # noqa: F401  (registers functions)
 from .about import __version__
-from .data_classes import ParentAttention, SyntaxInputs
-from .dependency_tree import has_complete_parse
+from .data_classes import ParentAttention
 from .entity_guard import EntityGuard, make_entity_guard
 from .layers.syntax_aware_transformer import resolve_layers
 from .layers.transformer_model import SpanGetter, flatten_spans, tokenize_spans
-from .masks import (
-    AncestorMask,
-    DependencyScaleDistances,
-    MaskBuilder,
-    MissingParseError,
-    SoftThreshold,
-    SoftThresholdBias,
-    SyntaxMask,
-    TreeDistanceBuckets,
-    WindowMask,
-    builder_kind,
-)
 from .parse_withdrawal import ParseWithdrawal, make_parse_withdrawal
 from .pipeline_component import SLATransformer, make_sla_transformer
-from .punctuation import is_authors_punctuation
-from .syntax_inputs import build_syntax_inputs
+from .syntax.builders import (
+    BuilderKind,
+    DistanceBuilder,
+    MaskBuilder,
+    MissingParseError,
+    builder_kind,
+    builder_punct_rule,
+)
+from .syntax.doc_parses import has_complete_parse
+from .syntax.punctuation import PunctRule, is_authors_punctuation
+from .syntax.syntax_inputs import SyntaxInputs, build_syntax_inputs
 from .training import corpora, loggers  # noqa: F401  (registers functions)
+from .variants.depscale import DependencyScaleDistances
+from .variants.logthreshold import ThresholdLogBias
+from .variants.sgnet import AncestorMask
+from .variants.sla import SyntaxMask
+from .variants.softbias import TreeDistanceBuckets
+from .variants.window import WindowMask
 
 __all__ = [
     # the component, its mask builders and what configs name
     "AncestorMask",
+    "BuilderKind",
     "DependencyScaleDistances",
+    "DistanceBuilder",
     "EntityGuard",
     "MaskBuilder",
     "MissingParseError",
     "ParentAttention",
     "ParseWithdrawal",
+    "PunctRule",
     "SLATransformer",
-    "SoftThreshold",
-    "SoftThresholdBias",
     "SyntaxInputs",
     "SyntaxMask",
+    "ThresholdLogBias",
     "TreeDistanceBuckets",
     "WindowMask",
     "__version__",
@@ -53,6 +57,7 @@ __all__ = [
     "SpanGetter",
     "build_syntax_inputs",
     "builder_kind",
+    "builder_punct_rule",
     "flatten_spans",
     "has_complete_parse",
     "is_authors_punctuation",

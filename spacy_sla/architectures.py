@@ -1,4 +1,8 @@
-from typing import List, Optional
+"""The registered architectures of the SLA transformer, LISA's parent
+attention, the variants that are not a mask (the reference `vanilla` and
+`lisa`), and the retired names, each refused with [SLA-E120] naming its
+replacement."""
+from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -8,12 +12,17 @@ from thinc.api import Model, chain
 from thinc.types import Floats2d, Ragged
 
 from .data_classes import ParentAttention
+from .errors import Errors
 from .layers.transformer_model import SLATransformerModel, SpanGetter
-from .masks import MaskBuilder
+from .syntax.builders import MaskBuilder
+from .variants.registry import register_variant, sla_transformer
+
+__all__ = ["RETIRED_NAMES", "create_parent_attention", "create_sla_tok2vec_transformer",
+           "create_sla_transformer_model"]
 
 
-@registry.architectures("spacy-sla.SLATransformerModel.v2")
-def create_sla_transformer_model_v2(
+@registry.architectures("spacy-sla.SLATransformerModel.v1")
+def create_sla_transformer_model(
     name: str,
     get_spans: SpanGetter,
     mask: Optional[MaskBuilder] = None,
@@ -31,9 +40,9 @@ def create_sla_transformer_model_v2(
 
     The arguments of spacy-transformers.TransformerModel.v3, plus:
     mask (Optional[Callable]): the local branch's builder: a mask builder
-        (spacy-sla.syntax_mask.v1/v2, window_mask.v1, ancestor_mask.v1) or a
-        distance builder (spacy-sla.tree_distance_bias.v1, soft_threshold.v1,
-        dependency_scale.v1); null for no local branch.
+        (spacy-sla.syntax_mask.v1, window_mask.v1, ancestor_mask.v1, or your
+        own) or a distance builder (spacy-sla.tree_distance_bias.v1,
+        threshold_log_bias.v1, dependency_scale.v1); null for no local branch.
     sla_layers (Optional[List[int]]): the layers with a local branch; null
         for all of them.
     on_missing_parse (str): "error" (default) to refuse Docs without a
@@ -59,49 +68,8 @@ def create_sla_transformer_model_v2(
     )
 
 
-@registry.architectures("spacy-sla.SLATransformerModel.v1")
-def create_sla_transformer_model_v1(
-    name: str,
-    get_spans: SpanGetter,
-    mask: MaskBuilder,
-    tokenizer_config: dict = {},
-    transformer_config: dict = {},
-    mixed_precision: bool = False,
-    grad_scaler_config: dict = {},
-    sla_layers: Optional[List[int]] = None,
-    on_missing_parse: str = "error",
-) -> Model[List[Doc], FullTransformerBatch]:
-    """SLA as in Li et al. 2021: a gated local branch masked by `mask` in the
-    layers `sla_layers` (null: all). v2 adds SG-Net and LISA options."""
-    return create_sla_transformer_model_v2(
-        name=name,
-        get_spans=get_spans,
-        mask=mask,
-        tokenizer_config=tokenizer_config,
-        transformer_config=transformer_config,
-        mixed_precision=mixed_precision,
-        grad_scaler_config=grad_scaler_config,
-        sla_layers=sla_layers,
-        on_missing_parse=on_missing_parse,
-    )
-
-
-@registry.misc("spacy-sla.parent_attention.v1")
-def create_parent_attention(layer: Optional[int] = None, head: int = 0, weight: float = 1.0) -> ParentAttention:
-    """LISA: train head `head` of layer `layer` (null: the middle layer) to
-    attend from each token to its syntactic head, with the cross-entropy
-    weighted by `weight`."""
-    return ParentAttention(layer=layer, head=head, weight=weight)
-
-
-def _tok2vec(transformer: Model, pooling: Model[Ragged, Floats2d], grad_factor: float) -> Model:
-    # A chain of a chain, to match the structure a TransformerListener has
-    # after Language.replace_listeners (as in spacy-transformers).
-    return chain(chain(transformer, split_trf_batch()), trfs2arrays(pooling, grad_factor))
-
-
-@registry.architectures("spacy-sla.SLATok2VecTransformer.v2")
-def create_sla_tok2vec_transformer_v2(
+@registry.architectures("spacy-sla.SLATok2VecTransformer.v1")
+def create_sla_tok2vec_transformer(
     name: str,
     get_spans: SpanGetter,
     pooling: Model[Ragged, Floats2d],
@@ -116,9 +84,10 @@ def create_sla_tok2vec_transformer_v2(
     syntax_guided_mask: Optional[MaskBuilder] = None,
     parent_attention: Optional[ParentAttention] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
-    """SLATransformerModel.v2 as a component's own token-to-vector layer:
-    what a TransformerListener becomes after `nlp.replace_listeners`."""
-    transformer = create_sla_transformer_model_v2(
+    """SLATransformerModel.v1 as a component's own token-to-vector layer:
+    what a TransformerListener becomes after `nlp.replace_listeners`, like
+    spacy-transformers.Tok2VecTransformer.v3 for the plain transformer."""
+    transformer = create_sla_transformer_model(
         name=name,
         get_spans=get_spans,
         mask=mask,
@@ -131,34 +100,106 @@ def create_sla_tok2vec_transformer_v2(
         syntax_guided_mask=syntax_guided_mask,
         parent_attention=parent_attention,
     )
-    return _tok2vec(transformer, pooling, grad_factor)
+    # A chain of a chain, to match the structure a TransformerListener has
+    # after Language.replace_listeners (as in spacy-transformers).
+    return chain(chain(transformer, split_trf_batch()), trfs2arrays(pooling, grad_factor))
 
 
-@registry.architectures("spacy-sla.SLATok2VecTransformer.v1")
-def create_sla_tok2vec_transformer_v1(
-    name: str,
-    get_spans: SpanGetter,
-    mask: MaskBuilder,
-    pooling: Model[Ragged, Floats2d],
-    grad_factor: float = 1.0,
-    tokenizer_config: dict = {},
-    transformer_config: dict = {},
-    mixed_precision: bool = False,
-    grad_scaler_config: dict = {},
-    sla_layers: Optional[List[int]] = None,
-    on_missing_parse: str = "error",
-) -> Model[List[Doc], List[Floats2d]]:
-    """The SLA transformer (v1) as a component's own token-to-vector layer,
-    like spacy-transformers.Tok2VecTransformer.v3 for the plain transformer."""
-    transformer = create_sla_transformer_model_v1(
-        name=name,
-        get_spans=get_spans,
-        mask=mask,
-        tokenizer_config=tokenizer_config,
-        transformer_config=transformer_config,
-        mixed_precision=mixed_precision,
-        grad_scaler_config=grad_scaler_config,
-        sla_layers=sla_layers,
-        on_missing_parse=on_missing_parse,
-    )
-    return _tok2vec(transformer, pooling, grad_factor)
+@registry.misc("spacy-sla.parent_attention.v1")
+def create_parent_attention(layer: Optional[int] = None, head: int = 0, weight: float = 1.0) -> ParentAttention:
+    """LISA: train head `head` of layer `layer` (null: the middle layer) to
+    attend from each token to its syntactic head, with the cross-entropy
+    weighted by `weight`."""
+    return ParentAttention(layer=layer, head=head, weight=weight)
+
+
+register_variant("vanilla", "Plain global attention: spacy-transformers' own component and model.", """
+[components]
+
+[components.transformer]
+factory = "transformer"
+max_batch_items = 4096
+set_extra_annotations = {"@annotation_setters":"spacy-transformers.null_annotation_setter.v1"}
+
+[components.transformer.model]
+@architectures = "spacy-transformers.TransformerModel.v3"
+name = ${paths.transformer}
+mixed_precision = false
+tokenizer_config = {"use_fast": true}
+transformer_config = {}
+grad_scaler_config = {}
+
+[components.transformer.model.get_spans]
+@span_getters = "spacy-transformers.strided_spans.v1"
+window = 128
+stride = 96
+""")
+register_variant("lisa", "LISA-style parent attention (Strubell et al. 2018): one head of the middle layer learns to "
+                 "attend to each token's head.", sla_transformer("mask = null\nsyntax_guided_mask = null\n") + """
+[components.transformer.model.parent_attention]
+@misc = "spacy-sla.parent_attention.v1"
+layer = null
+head = 0
+weight = 1.0
+""")
+
+
+# Retired before the first release: the name that replaces each, and how
+# its block is rewritten.
+RETIRED_NAMES: Dict[str, Tuple[str, str]] = {
+    "spacy-sla.SLATransformerModel.v2": ("spacy-sla.SLATransformerModel.v1", "the same arguments"),
+    "spacy-sla.SLATok2VecTransformer.v2": ("spacy-sla.SLATok2VecTransformer.v1", "the same arguments"),
+    "spacy-sla.syntax_mask.v3": ("spacy-sla.syntax_mask.v1", "the same arguments"),
+    "spacy-sla.syntax_mask.v2": ("spacy-sla.syntax_mask.v1",
+                                 '`punct_visible = true` becomes `punct_rule = "spacy"`, false becomes "none"'),
+    "spacy-sla.window_mask.v2": ("spacy-sla.window_mask.v1", "the same arguments"),
+    "spacy-sla.soft_threshold.v1": ("spacy-sla.threshold_log_bias.v1", "the same arguments"),
+}
+
+
+def _refuse(name: str) -> NoReturn:
+    replacement, rewrite = RETIRED_NAMES[name]
+    others = "; ".join(f"{old} -> {new}" for old, (new, _) in RETIRED_NAMES.items())
+    raise ValueError(Errors.E120.format(name=name, replacement=replacement, rewrite=rewrite, others=others))
+
+
+# The refusals take the arguments the retired functions took, so that spaCy's
+# validation of a saved block lets the refusal say what replaces it.
+@registry.architectures("spacy-sla.SLATransformerModel.v2")
+def retired_sla_transformer_model_v2(
+    name: Any = None, get_spans: Any = None, mask: Any = None, tokenizer_config: Any = None,
+    transformer_config: Any = None, mixed_precision: Any = None, grad_scaler_config: Any = None,
+    sla_layers: Any = None, on_missing_parse: Any = None, syntax_guided_mask: Any = None,
+    parent_attention: Any = None,
+) -> NoReturn:
+    _refuse("spacy-sla.SLATransformerModel.v2")
+
+
+@registry.architectures("spacy-sla.SLATok2VecTransformer.v2")
+def retired_sla_tok2vec_transformer_v2(
+    name: Any = None, get_spans: Any = None, pooling: Any = None, mask: Any = None, grad_factor: Any = None,
+    tokenizer_config: Any = None, transformer_config: Any = None, mixed_precision: Any = None,
+    grad_scaler_config: Any = None, sla_layers: Any = None, on_missing_parse: Any = None,
+    syntax_guided_mask: Any = None, parent_attention: Any = None,
+) -> NoReturn:
+    _refuse("spacy-sla.SLATok2VecTransformer.v2")
+
+
+@registry.misc("spacy-sla.syntax_mask.v3")
+def retired_syntax_mask_v3(threshold: Any = None, punct_rule: Any = None, neighbours: Any = None) -> NoReturn:
+    _refuse("spacy-sla.syntax_mask.v3")
+
+
+@registry.misc("spacy-sla.syntax_mask.v2")
+def retired_syntax_mask_v2(threshold: Any = None, punct_visible: Any = None, neighbours: Any = None) -> NoReturn:
+    _refuse("spacy-sla.syntax_mask.v2")
+
+
+@registry.misc("spacy-sla.window_mask.v2")
+def retired_window_mask_v2(window: Any = None, punct_rule: Any = None) -> NoReturn:
+    _refuse("spacy-sla.window_mask.v2")
+
+
+@registry.misc("spacy-sla.soft_threshold.v1")
+def retired_soft_threshold_v1(initial_threshold: Any = None, max_distance: Any = None) -> NoReturn:
+    _refuse("spacy-sla.soft_threshold.v1")

@@ -139,6 +139,12 @@ class Errors(metaclass=SLACodes):
         "query when it is one of the ASCII punctuation characters of Li et "
         "al.'s code; \"spacy\": spaCy's IS_PUNCT of the token; \"none\")."
     )
+    E032 = (
+        "Unknown attention variant '{variant}'. The registered variants: "
+        "{variants} (\"Attention variants\" in docs/usage.md says what each of "
+        "spacy-sla's does; your own variant is registered with "
+        "spacy_sla.variants.register_variant in the file you give --code)."
+    )
 
     # Loading a pipeline directory, and the component's batches in `pipe`
     E046 = (
@@ -190,7 +196,7 @@ class Errors(metaclass=SLACodes):
         "The component '{name}' (factory \"sla_transformer\") has the model "
         "{model}, which is not an SLA model, so it would run plain global "
         "attention and has no local masks. Set its `@architectures` to "
-        "{architectures} (they take the same settings as "
+        "{architectures} (the settings of "
         "spacy-transformers.TransformerModel.v3, plus the mask), or use the "
         "factory \"transformer\" for plain attention."
     )
@@ -269,6 +275,19 @@ class Errors(metaclass=SLACodes):
         "set mixed_precision = false in the transformer's model block for a "
         "run on the CPU (e.g. `--components.transformer.model."
         "mixed_precision false`)."
+    )
+
+    # Registered names and variants
+    E120 = (
+        "The config names '{name}', a name spacy-sla retired before its "
+        "first release: write '{replacement}' instead, with {rewrite}. Every "
+        "retired name and its replacement: {others}."
+    )
+    E121 = (
+        "Cannot register the attention variant {name}: {problem}. Give "
+        "register_variant a file-stem name no other variant has, a line "
+        "that says what it is, and the config text of its "
+        "[components.transformer] blocks (see spacy_sla/variants/window.py)."
     )
 
 

@@ -17,7 +17,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from .errors import Errors
 from .gates import GATES_ATTR, install_gate_extension, token_gates
 from .layers.transformer_model import TOK2VEC_ARCHITECTURES, SLATransformerModel
-from .masks import MissingParseError, position_of
+from .syntax.builders import MissingParseError, position_of
 
 DEFAULT_CONFIG_STR = """
 [sla_transformer]
@@ -43,7 +43,7 @@ window = 128
 stride = 96
 
 [sla_transformer.model.mask]
-@misc = "spacy-sla.syntax_mask.v3"
+@misc = "spacy-sla.syntax_mask.v1"
 threshold = 3
 punct_rule = "authors"
 neighbours = true
@@ -115,7 +115,7 @@ class SLATransformer(Transformer):
             # here, without a word: the component's masks and gates need ours.
             raise ValueError(Errors.E086.format(
                 name=name, model=f"'{model.name}' ({type(model).__name__})",
-                architectures=" or ".join(sorted(TOK2VEC_ARCHITECTURES, reverse=True))))
+                architectures=" or ".join(TOK2VEC_ARCHITECTURES)))
         super().__init__(vocab, model, set_extra_annotations, name=name, max_batch_items=max_batch_items)
         self.max_batch_items = max_batch_items
         self.store_gates = store_gates

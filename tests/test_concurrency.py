@@ -22,7 +22,7 @@ def test_threads_sharing_one_pipeline_get_the_sequential_outputs(tiny_bert):
     """Each call's masks, gates and outputs belong to that call: no thread
     reads another's mask or switches another's forward pass into training
     mode."""
-    nlp = sla_nlp(tiny_bert, mask={"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1, "punct_visible": False})
+    nlp = sla_nlp(tiny_bert, mask={"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1, "punct_rule": "none"})
     nlp.get_pipe("sla_transformer").store_gates = True
     docs = varied_docs(40)
     sequential = [nlp(copy_doc(doc)) for doc in docs]

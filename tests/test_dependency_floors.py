@@ -19,13 +19,13 @@ from spacy_sla.layers.family_adapters import TRANSFORMERS_FLOOR
 
 ROOT = Path(__file__).parent.parent
 # what the floors' environment runs: loading and saving, every family the
-# floors support, training through listeners, pipelines saved by earlier versions
+# floors support, training through listeners, the retired names refused
 CORE_TESTS = [
     "tests/layers/test_hf_shim.py",
     "tests/layers/test_saved_state.py",
     "tests/layers/test_saved_tokenizer.py",
     "tests/test_pipeline_component.py",
-    "tests/test_previous_layout.py",
+    "tests/test_architectures.py",
 ]
 FLOOR_PACKAGES = ("spacy", "spacy-transformers", "transformers", "thinc", "torch")
 # besides the floors: what the tests import, and click, which spaCy 3.8.2's

@@ -60,7 +60,7 @@ NOT_RUN: Dict[str, str] = {
                                                  "tests/test_workflow.py runs the demo)",
     f"{PYTHON} -m spacy sla benchmark YOUR.cfg ": "a synopsis: YOUR.cfg and YOUR.spacy are the reader's "
                                                  "(tests/cli/test_pipeline_cost.py runs the command)",
-    f"{PYTHON} -m spacy sla benchmark docs/ab/": "measures for minutes on CoNLL-2003, which is not redistributable",
+    f"{PYTHON} -m spacy sla benchmark results/ab/": "measures for minutes on CoNLL-2003, which is not redistributable",
     f"{PYTHON} -m spacy sla annotate PIPELINE ": "a synopsis: PIPELINE and texts.jsonl are the reader's "
                                                 "(tests/cli/test_annotation.py runs the command)",
     f"{PYTHON} -m spacy train configs/": "spaCy's training of a task on its corpus, which is not shipped",

@@ -51,7 +51,7 @@ def declared() -> Set[Tuple[str, str, str]]:
 
 def test_every_registered_function_is_an_entry_point():
     assert registered_in_source() == declared()
-    assert ("misc", "spacy-sla.syntax_mask.v3", "spacy_sla.masks:create_syntax_mask_v3") in declared()
+    assert ("misc", "spacy-sla.syntax_mask.v1", "spacy_sla.variants.sla:create_syntax_mask") in declared()
 
 
 RESOLVE_IN_FRESH_PROCESS = """
@@ -77,3 +77,40 @@ def test_each_entry_point_resolves_in_a_fresh_process(tmp_path):
     report: Dict = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["imported_before"] is False
     assert report["resolved"] == {name: target for _, name, target in entries}
+
+
+def reference_listing() -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]]]:
+    """docs/reference.md's registry names, per entry point group: the names
+    in use and the retired ones (the two text blocks of "Registry names")."""
+    section = (ROOT / "docs" / "reference.md").read_text(encoding="utf8").split("## Registry names", 1)[1]
+    blocks = re.findall(r"```text\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    listings = []
+    for block in blocks[:2]:
+        groups: Dict[str, Set[str]] = {}
+        for line in block.splitlines():
+            if line and not line.startswith(" "):
+                group = groups.setdefault(line.strip(), set())
+            elif line.strip():
+                group.add(line.split()[0])
+        listings.append(groups)
+    return listings[0], listings[1]
+
+
+def entry_point_names() -> Dict[str, Set[str]]:
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg", encoding="utf8")
+    section = parser["options.entry_points"]
+    return {group: {line.split("=")[0].strip() for line in section[group].splitlines() if "=" in line}
+            for group in section}
+
+
+def test_the_reference_lists_every_entry_point_and_the_retired_names_apart():
+    from spacy_sla.architectures import RETIRED_NAMES
+
+    in_use, retired = reference_listing()
+    declared_names = entry_point_names()
+    assert {group: in_use.get(group, set()) | retired.get(group, set()) for group in declared_names} == declared_names
+    assert set().union(*retired.values()) == set(RETIRED_NAMES)
+    assert not set().union(*in_use.values()) & set(RETIRED_NAMES)
+    # every retired name's replacement is in use
+    assert {replacement for replacement, _ in RETIRED_NAMES.values()} <= set().union(*in_use.values())

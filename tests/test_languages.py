@@ -14,7 +14,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed
 
 from spacy_sla.inspection.mask_views import token_mask
-from spacy_sla.punctuation import default_punct_rule, is_authors_punctuation
+from spacy_sla.syntax.punctuation import PunctRule, default_punct_rule, is_authors_punctuation
 
 from reference import slow_syntax_mask
 from tiny_models import save_tiny_model
@@ -67,10 +67,10 @@ def lang_and_parser(request, tmp_path_factory) -> Tuple[str, Path]:
     return lang, train_parser(lang, tmp_path_factory.mktemp(f"parser-{lang}") / "pipeline")
 
 
-def sla_pipeline(lang: str, parser: Path, model: Path, punct_rule: str) -> Language:
+def sla_pipeline(lang: str, parser: Path, model: Path, punct_rule: PunctRule) -> Language:
     nlp = spacy.blank(lang)
     nlp.add_pipe("parser", source=spacy.load(parser))
-    mask = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": THRESHOLD, "punct_rule": punct_rule}
+    mask = {"@misc": "spacy-sla.syntax_mask.v1", "threshold": THRESHOLD, "punct_rule": punct_rule.value}
     nlp.add_pipe("sla_transformer", config={"model": {"name": str(model), "mask": mask}})
     nlp.get_pipe("sla_transformer").initialize(lambda: [], nlp=nlp)
     return nlp
@@ -87,7 +87,7 @@ def doc_of(nlp: Language, words: List[str], heads: List[int], deps: List[str]) -
 
 
 def test_the_default_punctuation_rules_of_the_two_languages():
-    assert default_punct_rule("de") == "authors" and default_punct_rule("zh") == "spacy"
+    assert default_punct_rule("de") is PunctRule.AUTHORS and default_punct_rule("zh") is PunctRule.SPACY
 
 
 def test_the_sourced_parser_gives_the_masks(lang_and_parser, tiny_model):
@@ -100,13 +100,13 @@ def test_the_sourced_parser_gives_the_masks(lang_and_parser, tiny_model):
     # the parser learned its sentences, and the transformer ran after it
     assert [t.head.i for t in doc] == heads and [t.dep_ for t in doc] == deps
     model = nlp.get_pipe("sla_transformer").model
-    expected = slow_syntax_mask(doc, 0, len(doc), THRESHOLD, punct_visible=punct_rule == "spacy")
+    expected = slow_syntax_mask(doc, 0, len(doc), THRESHOLD, punct_visible=punct_rule is PunctRule.SPACY)
     numpy.testing.assert_array_equal(token_mask(doc, model).matrix, expected)
     # one wordpiece per word between [CLS] and [SEP], which see and are seen by every piece
     (pieces,) = model.tokenize([doc[:]])[0].strings
     assert pieces == ["[CLS]", *[word.lower() for word in words], "[SEP]"]
     (piece_mask,) = nlp.get_pipe("sla_transformer").local_masks([doc])
-    if punct_rule == "authors":  # the final "." piece, visible from every query
+    if punct_rule is PunctRule.AUTHORS:  # the final "." piece, visible from every query
         expected[:, [is_authors_punctuation(word) for word in words]] = True
     numpy.testing.assert_array_equal(piece_mask[1:-1, 1:-1], expected)
     assert piece_mask[[0, -1], :].all() and piece_mask[:, [0, -1]].all()

@@ -28,12 +28,12 @@ MODULE_LINE_BOUND = 400
 # the core, bottom to top: a module imports from its own layer or those below it
 CORE_LAYERS = [
     {"about", "errors"},
-    {"punctuation", "dependency_tree", "parsers"},
-    {"masks", "data_classes"},
-    {"syntax_inputs", "syntax"},
+    {"parsers", "data_classes"},
+    {"syntax"},
+    {"variants"},
     {"layers"},
     {"gates", "training"},
-    {"pipeline_component", "architectures", "entity_guard", "parse_withdrawal", "variants"},
+    {"pipeline_component", "architectures", "entity_guard", "parse_withdrawal"},
 ]
 CORE_LEVEL: Dict[str, int] = {name: level for level, names in enumerate(CORE_LAYERS) for name in names}
 CORE_PACKAGES = {name for name in CORE_LEVEL if (PACKAGE / name).is_dir()}

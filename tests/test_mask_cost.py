@@ -3,12 +3,12 @@ batch, and never per layer."""
 import torch
 from spacy.tokens import Doc
 
-import spacy_sla.dependency_tree as dependency_tree
 import spacy_sla.layers.transformer_model as transformer_model
-import spacy_sla.masks as masks_module
+import spacy_sla.syntax.dependency_tree as dependency_tree
+import spacy_sla.variants.sla as sla_module
 from spacy_sla import SyntaxMask
-from spacy_sla.data_classes import SyntaxInputs
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention
+from spacy_sla.syntax.syntax_inputs import SyntaxInputs
 
 from util import english_vocab, sla_nlp, the_cat_sat
 
@@ -33,11 +33,11 @@ class Recorder:
 
 def test_the_masks_of_a_long_doc_are_computed_once_tree_by_tree(tiny_bert, monkeypatch):
     # spaCy's punctuation rule: token masks equal the inner wordpiece masks
-    mask = {"@misc": "spacy-sla.syntax_mask.v3", "punct_rule": "spacy"}
+    mask = {"@misc": "spacy-sla.syntax_mask.v1", "punct_rule": "spacy"}
     model = sla_nlp(tiny_bert, get_spans=SPANS, mask=mask).get_pipe("sla_transformer").model
     doc = long_doc()
     expected = [SyntaxMask(punct_rule="spacy")(span) for span in model.attrs["get_spans"]([doc])[0]]
-    padded = Recorder(monkeypatch, masks_module, "padded_forest_reach")
+    padded = Recorder(monkeypatch, sla_module, "padded_forest_reach")
     reach = Recorder(monkeypatch, dependency_tree, "tree_reach")
     masks = model.local_masks([doc])
     assert len(masks) == 6
@@ -50,11 +50,11 @@ def test_the_masks_of_a_long_doc_are_computed_once_tree_by_tree(tiny_bert, monke
 
 
 def test_span_by_span_a_long_doc_is_computed_per_sentence_and_its_trees_once(tiny_bert, monkeypatch):
-    mask = {"@misc": "spacy-sla.syntax_mask.v3", "punct_rule": "spacy"}
+    mask = {"@misc": "spacy-sla.syntax_mask.v1", "punct_rule": "spacy"}
     model = sla_nlp(tiny_bert, get_spans=SPANS, mask=mask).get_pipe("sla_transformer").model
     doc = long_doc()
     expected = [SyntaxMask(punct_rule="spacy")(span) for span in model.attrs["get_spans"]([doc])[0]]
-    monkeypatch.setattr(masks_module, "MAX_WHOLE_DOC_TOKENS", 100)  # the Doc (280 tokens) goes span by span
+    monkeypatch.setattr(sla_module, "MAX_WHOLE_DOC_TOKENS", 100)  # the Doc (280 tokens) goes span by span
     reach = Recorder(monkeypatch, dependency_tree, "tree_reach")
     tables = Recorder(monkeypatch, dependency_tree, "ancestor_table")
     masks = model.local_masks([doc])

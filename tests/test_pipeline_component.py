@@ -21,7 +21,7 @@ from util import (
     trf_output,
 )
 
-HIDE_MOST = {"mask": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 0, "punct_visible": False}}
+HIDE_MOST = {"mask": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 0, "punct_rule": "none"}}
 
 
 def odd_docs(vocab):
@@ -57,9 +57,9 @@ def test_initialize_runs_on_the_unparsed_dummy_doc(tiny_bert):
     "mask,doc_indices",
     [
         # a threshold larger than any sentence hides nothing within a sentence
-        ({"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1000, "punct_visible": False}, [0, 1, 2]),
+        ({"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1000, "punct_rule": "none"}, [0, 1, 2]),
         # a window wider than the Doc hides nothing at all
-        ({"@misc": "spacy-sla.window_mask.v1", "window": 1000, "punct_visible": False}, [0, 1, 2, 3, 4]),
+        ({"@misc": "spacy-sla.window_mask.v1", "window": 1000, "punct_rule": "none"}, [0, 1, 2, 3, 4]),
     ],
 )
 def test_a_hide_nothing_mask_equals_the_plain_transformer_component(tiny_bert, mask, doc_indices):
@@ -159,7 +159,7 @@ def test_unparsed_docs_fall_back_to_global_attention_when_asked(tiny_bert):
 
 
 def test_the_window_mask_needs_no_parse(tiny_bert):
-    nlp = sla_nlp(tiny_bert, mask={"@misc": "spacy-sla.window_mask.v1", "window": 1, "punct_visible": False})
+    nlp = sla_nlp(tiny_bert, mask={"@misc": "spacy-sla.window_mask.v1", "window": 1, "punct_rule": "none"})
     doc = nlp("the cat sat on the mat")
     mask = nlp.get_pipe("sla_transformer").local_masks([doc])[0]
     assert mask[1:-1, 1:-1].sum() == 6 + 2 * 5
@@ -211,7 +211,7 @@ def test_a_token_level_listener_trains_too(tiny_bert):
 @pytest.mark.parametrize("family", ["tiny_distilbert", "tiny_electra", "tiny_bert_relative", "tiny_mpnet", "tiny_albert", "tiny_deberta_v3", "tiny_modernbert"])
 def test_other_families_load_by_path_and_match_the_plain_component(family, request):
     path = request.getfixturevalue(family)
-    sla = sla_nlp(path, mask={"@misc": "spacy-sla.window_mask.v1", "window": 1000, "punct_visible": False})
+    sla = sla_nlp(path, mask={"@misc": "spacy-sla.window_mask.v1", "window": 1000, "punct_rule": "none"})
     plain = plain_nlp(path)
     doc = the_cat_sat(sla.vocab)
     numpy.testing.assert_allclose(trf_output(sla(doc)), trf_output(plain(plain.make_doc(doc.text))), atol=2e-5)
@@ -244,7 +244,7 @@ def test_a_plain_transformer_model_in_the_sla_component_gets_a_coded_error(tiny_
     }
     with pytest.raises(ValueError, match=r"\[SLA-E086\] The component 'sla_transformer' .* 'transformer' "
                                          r"\(TransformerModel\), which is not an SLA model.*"
-                                         r"spacy-sla\.SLATransformerModel\.v2 or spacy-sla\.SLATransformerModel\.v1"):
+                                         r"spacy-sla\.SLATransformerModel\.v1 \(the settings"):
         nlp.add_pipe("sla_transformer", config={"model": plain_model})
     assert nlp.pipe_names == []
 

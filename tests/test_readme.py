@@ -13,7 +13,7 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 
-from spacy_sla.masks import SyntaxMask
+from spacy_sla import SyntaxMask
 
 ROOT = Path(__file__).parent.parent
 

@@ -9,15 +9,16 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Config
 
-from spacy_sla import AncestorMask, SoftThreshold, SyntaxMask, TreeDistanceBuckets
+from spacy_sla import AncestorMask, SyntaxMask, ThresholdLogBias, TreeDistanceBuckets
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
-from spacy_sla.syntax_inputs import build_syntax_inputs, expand_to_pieces
+from spacy_sla.syntax.builders import BuilderKind, builder_kind
+from spacy_sla.syntax.syntax_inputs import build_syntax_inputs
 
 from reference import slow_ancestor_mask, slow_no_neighbour_mask
 from strategies import random_forests
 from util import (
+    SLA_ARCHITECTURE,
     SPANS,
-    V2,
     english_vocab,
     parsed_doc,
     sla_nlp,
@@ -26,10 +27,10 @@ from util import (
     trf_output,
 )
 
-SGNET = {"@architectures": V2, "get_spans": SPANS, "mask": None, "syntax_guided_mask": {"@misc": "spacy-sla.ancestor_mask.v1"}}
-LISA = {"@architectures": V2, "get_spans": SPANS, "mask": None, "parent_attention": {"@misc": "spacy-sla.parent_attention.v1", "layer": 1, "head": 2, "weight": 1.0}}
-SOFT_BIAS = {"@architectures": V2, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.tree_distance_bias.v1", "max_distance": 3}}
-SOFT_THRESHOLD = {"@architectures": V2, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.soft_threshold.v1", "initial_threshold": 2.0, "max_distance": 4}}
+SGNET = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": None, "syntax_guided_mask": {"@misc": "spacy-sla.ancestor_mask.v1"}}
+LISA = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": None, "parent_attention": {"@misc": "spacy-sla.parent_attention.v1", "layer": 1, "head": 2, "weight": 1.0}}
+SOFT_BIAS = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.tree_distance_bias.v1", "max_distance": 3}}
+LOG_THRESHOLD = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.threshold_log_bias.v1", "initial_threshold": 2.0, "max_distance": 4}}
 
 
 def rows(mask):
@@ -54,7 +55,7 @@ def test_ancestor_mask_by_hand():
 
 def test_without_the_neighbour_union_a_token_sees_its_own_neighbourhood_only():
     doc = the_cat_sat(english_vocab())
-    mask = SyntaxMask(threshold=1, punct_visible=False, neighbours=False)(doc)
+    mask = SyntaxMask(threshold=1, punct_rule="none", neighbours=False)(doc)
     # vis(k) for m = 1: 0:{0,1} 1:{0,1,2} 2:{1,2,3,6} 3:{2,3,5} 4:{4,5} 5:{3,4,5} 6:{2,6}
     assert rows(mask) == [
         [1, 1, 0, 0, 0, 0, 0],
@@ -76,13 +77,13 @@ def test_tree_distance_buckets_by_hand():
     assert TreeDistanceBuckets(max_distance=2)(two_sentences)[0].tolist() == [0, 1, 3, 3]
 
 
-def test_v2_builders_come_from_the_registry():
+def test_the_variants_builders_come_from_the_registry():
     config = Config().from_str(
         """
         [syntax]
-        @misc = "spacy-sla.syntax_mask.v2"
+        @misc = "spacy-sla.syntax_mask.v1"
         threshold = 2
-        punct_visible = false
+        punct_rule = "none"
         neighbours = false
 
         [ancestors]
@@ -93,7 +94,7 @@ def test_v2_builders_come_from_the_registry():
         max_distance = 5
 
         [soft]
-        @misc = "spacy-sla.soft_threshold.v1"
+        @misc = "spacy-sla.threshold_log_bias.v1"
         initial_threshold = 2.5
         max_distance = 6
 
@@ -107,47 +108,22 @@ def test_v2_builders_come_from_the_registry():
     resolved = registry.resolve(config)
     assert (resolved["syntax"].threshold, resolved["syntax"].neighbours) == (2, False)
     assert isinstance(resolved["ancestors"], AncestorMask)
-    assert resolved["bias"].n_buckets == 8 and resolved["bias"].kind == "distance"
-    assert isinstance(resolved["soft"], SoftThreshold) and resolved["soft"].initial_threshold == 2.5
+    assert resolved["bias"].n_buckets == 8 and builder_kind(resolved["bias"]) is BuilderKind.DISTANCE
+    assert isinstance(resolved["soft"], ThresholdLogBias) and resolved["soft"].initial_threshold == 2.5
     assert resolved["parents"] == ParentAttention(layer=1, head=3, weight=0.5)
 
 
 @settings(max_examples=120, deadline=None)
-@given(doc=random_forests(), threshold=st.integers(0, 3), punct_visible=st.booleans(), data=st.data())
-def test_ablation_and_ancestor_masks_match_their_definitions(doc, threshold, punct_visible, data):
+@given(doc=random_forests(), threshold=st.integers(0, 3), spacy_punct=st.booleans(), data=st.data())
+def test_ablation_and_ancestor_masks_match_their_definitions(doc, threshold, spacy_punct, data):
     start = data.draw(st.integers(0, len(doc)))
     end = data.draw(st.integers(start, len(doc)))
-    no_neighbours = SyntaxMask(threshold, punct_visible, neighbours=False)(doc[start:end])
-    assert (no_neighbours == slow_no_neighbour_mask(doc, start, end, threshold, punct_visible)).all()
+    no_neighbours = SyntaxMask(threshold, "spacy" if spacy_punct else "none", neighbours=False)(doc[start:end])
+    assert (no_neighbours == slow_no_neighbour_mask(doc, start, end, threshold, spacy_punct)).all()
     assert (AncestorMask()(doc[start:end]) == slow_ancestor_mask(doc, start, end)).all()
 
 
 # --- wordpiece inputs ---------------------------------------------------------
-
-def test_distances_of_a_shared_piece_are_the_smallest():
-    # tokens t0, t1, t2; pieces p0 (t0), p1 (t1 and t2), p2 (t2), p3 (none)
-    distances = numpy.array([[0, 2, 5], [2, 0, 1], [5, 1, 0]], dtype=numpy.int16)
-    pairs = (numpy.array([0, 1, 2, 2]), numpy.array([0, 1, 1, 2]))
-    expanded = expand_to_pieces(distances, pairs, 4, unanchored=9)
-    assert expanded.tolist() == [[0, 2, 5, 9], [2, 0, 0, 9], [5, 0, 0, 9], [9, 9, 9, 9]]
-
-
-
-@pytest.mark.parametrize(
-    "pieces", [[1, 2, 3, 4], [4, 3, 1, 2]], ids=["a run of pieces", "pieces out of order"]
-)
-def test_unshared_pieces_take_their_tokens_values(pieces):
-    # tokens t0, t1, t2; t1 has two pieces; piece 0 and 5 have no token
-    distances = numpy.array([[0, 2, 5], [2, 0, 1], [5, 1, 0]], dtype=numpy.int16)
-    tokens = numpy.array([0, 1, 1, 2])
-    expanded = expand_to_pieces(distances, (tokens, numpy.array(pieces)), 6, unanchored=9)
-    token_of_piece = dict(zip(pieces, tokens.tolist()))
-    expected = [
-        [distances[token_of_piece[row], token_of_piece[col]] if row in token_of_piece and col in token_of_piece else 9 for col in range(6)]
-        for row in range(6)
-    ]
-    assert expanded.tolist() == expected
-    assert expanded[1].tolist() == ([9, 0, 2, 2, 5, 9] if pieces == [1, 2, 3, 4] else [9, 0, 1, 0, 2, 9])
 
 @pytest.fixture(scope="module")
 def model(tiny_bert):
@@ -196,7 +172,7 @@ def test_unparsed_docs_get_neutral_inputs_under_the_global_policy(model):
 
 # --- pipelines ------------------------------------------------------------------
 
-@pytest.mark.parametrize("model_config", [SGNET, LISA, SOFT_BIAS, SOFT_THRESHOLD], ids=["sgnet", "lisa", "softbias", "softthreshold"])
+@pytest.mark.parametrize("model_config", [SGNET, LISA, SOFT_BIAS, LOG_THRESHOLD], ids=["sgnet", "lisa", "softbias", "logthreshold"])
 def test_variants_train_save_and_load(tiny_bert, tmp_path, model_config):
     nlp = sla_nlp(tiny_bert, initialize=False, **{k: v for k, v in model_config.items()})
     history = train_textcat(nlp)
@@ -228,6 +204,6 @@ def test_replace_listeners_keeps_a_v2_model(tiny_bert):
     train_textcat(nlp, n_steps=1)
     before = nlp(the_cat_sat(nlp.vocab)).cats
     nlp.replace_listeners("sla_transformer", "textcat", ["model.tok2vec"])
-    assert nlp.config["components"]["textcat"]["model"]["tok2vec"]["@architectures"] == "spacy-sla.SLATok2VecTransformer.v2"
+    assert nlp.config["components"]["textcat"]["model"]["tok2vec"]["@architectures"] == "spacy-sla.SLATok2VecTransformer.v1"
     assert nlp(the_cat_sat(nlp.vocab)).cats == pytest.approx(before, abs=1e-6)
 

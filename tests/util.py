@@ -193,7 +193,7 @@ def vanilla_output(model, input_ids, attention_mask):
 
 # --- pipelines and training loops -------------------------------------------------
 
-V2 = "spacy-sla.SLATransformerModel.v2"
+SLA_ARCHITECTURE = "spacy-sla.SLATransformerModel.v1"
 SPANS = {"@span_getters": "spacy-transformers.strided_spans.v1", "window": 128, "stride": 96}
 
 

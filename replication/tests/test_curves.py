@@ -83,7 +83,7 @@ def test_the_paired_difference_at_each_step_uses_the_seeds_that_evaluated_it_in_
 
 
 def test_each_attention_variant_keeps_its_colour_and_each_budget_has_its_line_style():
-    variants = ["vanilla", "plain", "sla", "window", "sgnet", "lisa", "softbias", "softthreshold", "depscale",
+    variants = ["vanilla", "plain", "sla", "window", "sgnet", "lisa", "softbias", "logthreshold", "depscale",
                 "sla-noneighbours", "sla-nopunct"]  # the listed kinds first, then the others by name
     labels = [f"{variant} (400 steps, minilm)" for variant in variants]
     labels += ["vanilla (1200 steps, minilm)", "paper-sla (1070 steps, minilm)"]

@@ -2,8 +2,8 @@
 one config per attention variant, for an A/B comparison of attention and
 nothing else.
 
-The variants (spacy_sla/variants/NAME.cfg, the same parts the project's own
-configs are generated from) differ only in the transformer component's
+The variants (the registered ones, spacy_sla.variants: the same blocks the
+project's own configs are generated from) differ only in the transformer component's
 blocks: its factory, its architecture and the SLA settings. Everything else
 is the user's: the transformer's own settings (model name, span getter,
 tokenizer, mixed precision, ...), every other component, the corpora, the
@@ -38,6 +38,7 @@ from typing import Any, Dict, Optional, Sequence
 from thinc.api import Config
 
 from spacy_sla.parsers import installed_default_parser
+from spacy_sla.variants import get_variant
 
 from ..tool_support.files import write_atomically
 from .errors import Errors
@@ -57,7 +58,6 @@ from .variant_blocks import (
     check_variant_options,
     takes_option,
     transformer_block,
-    variant_names,
 )
 
 DEFAULT_VARIANTS = ("sla", "window")
@@ -87,10 +87,8 @@ def make_variant_configs(
     as {"threshold": 4}, set in every variant that has them."""
     options = {key: value for key, value in (options or {}).items() if value is not None}
     chosen = [REFERENCE] + [variant for variant in dict.fromkeys(variants) if variant != REFERENCE]
-    known = variant_names()
     for variant in chosen:
-        if variant not in known:
-            raise ValueError(Errors.E032.format(variant=variant, variants=", ".join(known)))
+        get_variant(variant)  # [SLA-E032] for a variant nobody registered
     for option in options:
         if option not in VARIANT_OPTIONS or not any(takes_option(variant, option) for variant in chosen[1:]):
             raise ValueError(Errors.E038.format(option=option, variants=", ".join(chosen[1:])))

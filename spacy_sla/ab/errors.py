@@ -25,10 +25,6 @@ class Errors(metaclass=SLACodes):
         "directory of them) with the documents to score, e.g. from `spacy "
         "convert`."
     )
-    E032 = (
-        "Unknown attention variant '{variant}'. The variants spacy-sla ships: "
-        "{variants} (\"Attention variants\" in docs/usage.md says what each one does)."
-    )
     E033 = (
         "Cannot source a parser from '{parser}': {reason}. SLA needs a "
         "dependency parse before the transformer runs: {install}, or pass "

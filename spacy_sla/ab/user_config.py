@@ -32,7 +32,6 @@ TRANSFORMER_ARCHITECTURES = (
     "spacy-transformers.TransformerModel.v2",
     "spacy-transformers.TransformerModel.v3",
     "spacy-sla.SLATransformerModel.v1",
-    "spacy-sla.SLATransformerModel.v2",
 )
 PARSER_FACTORIES = ("parser", "beam_parser")
 LISTENER_PREFIX = "spacy-transformers.TransformerListener."

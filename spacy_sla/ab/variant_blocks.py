@@ -1,18 +1,17 @@
 """The attention variants init-config makes of a user's transformer: the
-shipped variant parts (spacy_sla/variants/NAME.cfg), the transformer block
-of one variant with the user's own model settings, and the checks of the
-variant options (--threshold, --window, --punct-rule, --sla-layers)
-against the mask builders and the transformer's layers."""
+registered variants (spacy_sla.variants), the transformer block of one
+variant with the user's own model settings, and the checks of the variant
+options (--threshold, --window, --punct-rule, --sla-layers) against the
+mask builders and the transformer's layers."""
 import copy
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from spacy.util import registry
-from thinc.api import Config
+
+from spacy_sla.variants import get_variant
 
 from .errors import Errors
 
-VARIANTS_DIR = Path(__file__).parent.parent / "variants"
 REFERENCE = "vanilla"
 # The arguments of spacy-transformers.TransformerModel.v3: the user's model settings that every variant keeps.
 TRANSFORMER_SETTINGS = ("name", "get_spans", "tokenizer_config", "transformer_config", "mixed_precision",
@@ -31,17 +30,9 @@ VARIANT_OPTIONS = {
 }
 
 
-def variant_names() -> List[str]:
-    """Every attention variant the package ships (spacy_sla/variants/*.cfg)."""
-    return sorted(path.stem for path in VARIANTS_DIR.glob("*.cfg"))
-
-
 def variant_part(variant: str) -> Dict[str, Any]:
-    """The [components.transformer] blocks of a shipped variant, uninterpolated."""
-    path = VARIANTS_DIR / f"{variant}.cfg"
-    if not path.is_file():
-        raise ValueError(Errors.E032.format(variant=variant, variants=", ".join(variant_names())))
-    return Config().from_disk(path, interpolate=False)["components"]["transformer"]
+    """The [components.transformer] blocks of a registered variant, uninterpolated."""
+    return get_variant(variant).transformer_block()
 
 
 

@@ -15,13 +15,14 @@ from spacy_sla.ab.outputs import AB_FILES, INTERIM_FILES, INTERIM_REPORT, REPORT
 from spacy_sla.ab.plan import AbPlan, dry_run_lines, finished_part, parse_size_overrides, parse_sizes, prepare
 from spacy_sla.ab.processes import AbInterrupted, stop_on_signals
 from spacy_sla.ab.runs import NOT_RUN, AbResult, execute_logged, lost_run, not_run, progress_line, run_sequentially
+from spacy_sla.variants import variant_names
 
 from ..ab.configs import init_variant_configs
 from ..ab.errors import Errors
 from ..ab.lock import hold_output_dir, live_holder
 from ..ab.manifest import MANIFEST, edited_arms, manifest_variants
 from ..ab.report import write_report
-from ..ab.variant_blocks import VARIANT_OPTIONS, parse_sla_layers, variant_names
+from ..ab.variant_blocks import VARIANT_OPTIONS, parse_sla_layers
 from ..tool_support.user_code import check_registered, import_user_code
 from ._app import CODE_HELP, sla_cli
 

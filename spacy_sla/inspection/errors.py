@@ -18,8 +18,8 @@ class Errors(metaclass=SLACodes):
     E024 = (
         "The mask statistics need a mask builder (a bool matrix per span); "
         "{builder} gives tree distances for a learned bias, which hide no "
-        "pair. Use a mask builder such as spacy-sla.syntax_mask.v3 or "
-        "spacy-sla.window_mask.v2."
+        "pair. Use a mask builder such as spacy-sla.syntax_mask.v1 or "
+        "spacy-sla.window_mask.v1."
     )
     E025 = (
         "Invalid {option} {value} for the mask statistics. Use one of: {choices}."

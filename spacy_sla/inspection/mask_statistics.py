@@ -35,10 +35,13 @@ from spacy.tokens import Doc, Span
 from spacy.util import registry
 
 from spacy_sla import (
+    BuilderKind,
     MaskBuilder,
+    PunctRule,
     SpanGetter,
     build_syntax_inputs,
     builder_kind,
+    builder_punct_rule,
     flatten_spans,
     has_complete_parse,
     is_authors_punctuation,
@@ -50,7 +53,7 @@ from .errors import Errors
 LEVELS = ("sentence", "document")
 # The registered builders `spacy sla mask-stats --mask` names, and the
 # argument its thresholds set.
-MASKS = {"sla": ("spacy-sla.syntax_mask.v3", "threshold"), "window": ("spacy-sla.window_mask.v2", "window")}
+MASKS = {"sla": ("spacy-sla.syntax_mask.v1", "threshold"), "window": ("spacy-sla.window_mask.v1", "window")}
 DEFAULT_WINDOW, DEFAULT_STRIDE = 128, 96
 
 
@@ -116,8 +119,8 @@ def _share(count: Optional[float], total: int) -> float:
 
 
 def make_mask(kind: str, value: int, punct_rule: str = "authors") -> MaskBuilder:
-    """The registered builder of `kind` ("sla": syntax_mask.v3 with
-    threshold `value`; "window": window_mask.v2 with window `value`)."""
+    """The registered builder of `kind` ("sla": syntax_mask.v1 with
+    threshold `value`; "window": window_mask.v1 with window `value`)."""
     if kind not in MASKS:
         raise ValueError(Errors.E025.format(option="mask", value=repr(kind), choices=", ".join(MASKS)))
     name, argument = MASKS[kind]
@@ -193,7 +196,7 @@ def token_visibility(span: Span, builder: MaskBuilder) -> numpy.ndarray:
     (whitespace tokens left out), as the module docstring defines it."""
     visible = numpy.array(builder(span), dtype=bool)
     numpy.fill_diagonal(visible, True)
-    if getattr(builder, "punct_rule", None) == "authors":
+    if builder_punct_rule(builder) is PunctRule.AUTHORS:
         punctuation = [all(is_authors_punctuation(character) for character in token.text) for token in span]
         visible[:, numpy.array(punctuation, dtype=bool)] = True
     words = numpy.array([not token.is_space for token in span], dtype=bool)
@@ -213,7 +216,7 @@ def mask_statistics(
     `docs` at `level`; wordpiece counts need the transformer's `tokenizer`
     (a Hugging Face tokenizer). get_spans defaults to the component's
     strided spans (128 tokens, stride 96)."""
-    if builder_kind(builder) != "mask":
+    if builder_kind(builder) is not BuilderKind.MASK:
         raise ValueError(Errors.E024.format(builder=repr(builder)))
     spans = sequences(docs, level, get_spans or strided_spans())
     token_pairs = visible_tokens = full_tokens = n_tokens = 0

@@ -9,7 +9,7 @@ from typing import Any, List
 import numpy
 from spacy.tokens import Doc
 
-from spacy_sla import MissingParseError, builder_kind, flatten_spans
+from spacy_sla import BuilderKind, MissingParseError, PunctRule, builder_kind, builder_punct_rule, flatten_spans
 from spacy_sla.layers import SLATransformerModel
 
 from .trained_pipeline import InspectionError, require_matplotlib
@@ -20,19 +20,18 @@ MAX_ANNOTATED_CELLS = 40
 
 @dataclass
 class MaskView:
-    """One local mask to draw: rows are queries, columns keys. kind is "mask"
-    (bool) or "distance" (tree-distance buckets); legend says what the values
-    mean."""
+    """One local mask to draw: rows are queries, columns keys. kind: bool
+    visibility or tree-distance buckets; legend says what the values mean."""
 
     title: str
     labels: List[str]
     matrix: numpy.ndarray
-    kind: str
+    kind: BuilderKind
     legend: str
 
 
 def _legend(builder: Any, wordpieces: bool) -> str:
-    if builder_kind(builder) != "distance":
+    if builder_kind(builder) is not BuilderKind.DISTANCE:
         return "dark: visible to the local branch"
     max_distance = getattr(builder, "max_distance", None)
     if max_distance is None:
@@ -64,7 +63,7 @@ def token_mask(doc: Doc, model: SLATransformerModel) -> MaskView:
         raise InspectionError(f"The text has no dependency parse: the pipeline has no parser. {error}") from error
     labels = [_token_label(token.text) for token in doc]
     title = f"{builder!r}, tokens"
-    if getattr(builder, "punct_rule", None) == "authors":
+    if builder_punct_rule(builder) is PunctRule.AUTHORS:
         # Decided per wordpiece, so a token matrix cannot show it.
         title += " (not shown: punctuation wordpieces, visible from every query; see --wordpieces)"
     return MaskView(title, labels, matrix, builder_kind(builder), _legend(builder, False))
@@ -97,7 +96,7 @@ def plot_masks(views: List[MaskView], output: Path) -> None:
     for index, view in enumerate(views):
         axes = figure.add_subplot(len(views), 1, index + 1)
         n = len(view.labels)
-        if view.kind == "distance":
+        if view.kind is BuilderKind.DISTANCE:
             image = axes.imshow(view.matrix, cmap="viridis", interpolation="nearest")
             figure.colorbar(image, ax=axes, shrink=0.8, label=view.legend)
             if n <= MAX_ANNOTATED_CELLS:
@@ -121,9 +120,9 @@ def plot_masks(views: List[MaskView], output: Path) -> None:
     figure.savefig(output)
 
 
-def _cell_style(value: Any, kind: str, maximum: int) -> str:
+def _cell_style(value: Any, kind: BuilderKind, maximum: int) -> str:
     """Distance buckets: dark (near) to light (far) blue; masks: dark where visible."""
-    if kind == "distance":
+    if kind is BuilderKind.DISTANCE:
         lightness = 30 + int(65 * int(value) / max(maximum, 1))
         colour = "#fff" if lightness < 55 else "#000"
         return f"background:hsl(210,60%,{lightness}%);color:{colour}"
@@ -139,7 +138,7 @@ def _mask_table(view: MaskView) -> str:
         cells = []
         for column, key in enumerate(labels):
             value = view.matrix[row, column]
-            text = str(int(value)) if view.kind == "distance" else ""
+            text = str(int(value)) if view.kind is BuilderKind.DISTANCE else ""
             cells.append(f'<td style="{_cell_style(value, view.kind, maximum)}" title="{query} → {key}">{text}</td>')
         rows.append(f'<tr><th class="query">{query}</th>{"".join(cells)}</tr>')
     return (

@@ -64,8 +64,9 @@ class SyntaxAwareAttention(nn.Module):
     local: whether the layer has a local branch (and a gate).
     local_bias: for distance inputs, the module turning buckets (and the
         layer input) into an additive bias or a transform of the scores
-        (layers/local_bias.py); None for boolean masks. Its `n_gates`, if
-        set, is the number of gates (one per head) instead of one.
+        (made by the distance builder, spacy_sla/variants/); None for
+        boolean masks. Its `n_gates`, if set, is the number of gates (one
+        per head) instead of one.
     supervised_head: the head trained to attend to syntactic parents, or None.
 
     The path of each call follows the active batch's AttentionPaths.

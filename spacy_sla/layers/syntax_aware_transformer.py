@@ -72,8 +72,8 @@ class SyntaxAwareTransformer(nn.Module):
     sla_layers: the layers whose self-attention gets a gated local branch
         (None: all of them; []: none).
     local_bias: for distance inputs, makes each SLA layer's local module
-        (see layers/local_bias.py) from the transformer's config; None for
-        boolean local masks.
+        from the transformer's config (a distance builder's
+        make_layer_bias); None for boolean local masks.
     syntax_guided: add SG-Net's syntax-guided layer on top of the encoder.
     parent_attention: supervise one head of one layer with the parents (LISA).
     attention_paths: how the layers compute their attention (AttentionPaths);

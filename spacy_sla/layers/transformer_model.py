@@ -18,37 +18,17 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.types import ArgsKwargs, Ragged
 from transformers.file_utils import ModelOutput
 
-from ..data_classes import ParentAttention, SLATransformerBatch, SyntaxInputs
+from ..data_classes import ParentAttention, SLATransformerBatch
 from ..errors import Errors
-from ..masks import MaskBuilder, builder_kind
-from ..syntax_inputs import build_syntax_inputs, check_on_missing_parse
+from ..syntax.builders import DistanceBuilder, MaskBuilder
+from ..syntax.syntax_inputs import SyntaxInputs, build_syntax_inputs, check_on_missing_parse
 from .family_adapters import attention_family
 from .hf_shim import SLAShim, load_pretrained
-from .local_bias import local_module_factory
 from .syntax_aware_transformer import SyntaxAwareTransformer
 
 SpanGetter = Callable[[List[Doc]], List[List[Span]]]
-TOK2VEC_ARCHITECTURES = {
-    "spacy-sla.SLATransformerModel.v1": "spacy-sla.SLATok2VecTransformer.v1",
-    "spacy-sla.SLATransformerModel.v2": "spacy-sla.SLATok2VecTransformer.v2",
-}
-# Settings that models saved before they became SLAModelSettings kept in
-# their thinc attrs (with runtime state): loading drops them, so that the
-# saved values never override the config's.
-LEGACY_ATTRS = (
-    "name",
-    "mask",
-    "syntax_guided_mask",
-    "parent_attention",
-    "sla_layers",
-    "transformer_options",
-    "on_missing_parse",
-    "mixed_precision",
-    "grad_scaler_config",
-    "flush_cache_chance",
-    "auxiliary_loss",
-    "record_gates",
-)
+# The architecture a TransformerListener becomes (Language.replace_listeners), by its transformer's architecture.
+TOK2VEC_ARCHITECTURES = {"spacy-sla.SLATransformerModel.v1": "spacy-sla.SLATok2VecTransformer.v1"}
 
 
 @dataclass(frozen=True)
@@ -76,10 +56,10 @@ class SLAModelSettings:
 
     def transformer_options(self) -> Dict[str, Any]:
         """The keyword arguments of SyntaxAwareTransformer."""
-        kind = builder_kind(self.mask)
         return {
             "sla_layers": [] if self.mask is None else self.sla_layers,
-            "local_bias": local_module_factory(self.mask) if kind == "distance" else None,
+            # a distance builder makes each SLA layer's module for its buckets
+            "local_bias": self.mask.make_layer_bias if isinstance(self.mask, DistanceBuilder) else None,
             "syntax_guided": self.syntax_guided_mask is not None,
             "parent_attention": self.parent_attention,
         }
@@ -182,16 +162,6 @@ class SLATransformerModel(Model):
         copied._dims = copy.deepcopy(self._dims)
         copied.layers[0] = self.layers[0].copy()
         return copied
-
-    def from_dict(self, msg: Dict) -> "SLATransformerModel":
-        """thinc's from_dict, dropping the settings that older versions saved
-        in the attrs (the config's values stay in effect). A model nested in
-        another (after replace_listeners) is loaded by its parent's
-        from_dict: there the old keys are set in attrs, and ignored."""
-        own_attrs = msg["attrs"][0]  # the nodes are in the order of walk(), this model first
-        for name in LEGACY_ATTRS:
-            own_attrs.pop(name, None)
-        return super().from_dict(msg)
 
     def tokenize(self, spans: List[Span]) -> Tuple[WordpieceBatch, Ragged]:
         """Wordpieces of the spans, truncated to the model's maximum length,

@@ -63,8 +63,8 @@ def test_variants_differ_only_in_the_transformer_and_keep_the_users_score(pipeli
         assert block["factory"] == "sla_transformer"
         assert block["model"]["name"] == config["components"]["transformer"]["model"]["name"]
         assert block["model"]["get_spans"] == config["components"]["transformer"]["model"]["get_spans"]
-    assert configs["sla"]["components"]["transformer"]["model"]["mask"]["@misc"] == "spacy-sla.syntax_mask.v3"
-    assert configs["window"]["components"]["transformer"]["model"]["mask"]["@misc"] == "spacy-sla.window_mask.v2"
+    assert configs["sla"]["components"]["transformer"]["model"]["mask"]["@misc"] == "spacy-sla.syntax_mask.v1"
+    assert configs["window"]["components"]["transformer"]["model"]["mask"]["@misc"] == "spacy-sla.window_mask.v1"
     # vanilla keeps the user's transformer block exactly
     assert configs[REFERENCE]["components"]["transformer"] == config["components"]["transformer"]
     # the parser: sourced before the transformer with its own tok2vec, frozen and annotating

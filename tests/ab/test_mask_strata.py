@@ -91,7 +91,7 @@ def test_the_strata_come_from_the_models_own_parse_and_mask(tiny_bert, tmp_path)
         # two words see each other through the neighbour rule; at m = 1 no query of 17 tokens sees
         # all of them, at m = 100 every one does (the sentence is one tree)
         model_dir = tmp_path / f"m{threshold}"
-        nlp = add_sla(parser_pipeline(), tiny_bert, mask={"@misc": "spacy-sla.syntax_mask.v3", "threshold": threshold})
+        nlp = add_sla(parser_pipeline(), tiny_bert, mask={"@misc": "spacy-sla.syntax_mask.v1", "threshold": threshold})
         nlp.to_disk(model_dir)
         assert restricted_documents(model_dir, tmp_path / "dev.spacy") == expected
         assert kept_strata(model_dir, tmp_path / "dev.spacy", model_dir) == expected

@@ -2,11 +2,12 @@
 init-config` each of them takes."""
 import pytest
 
-from spacy_sla.ab.variant_blocks import parse_sla_layers, takes_option, variant_names
+from spacy_sla.ab.variant_blocks import parse_sla_layers, takes_option
+from spacy_sla.variants import variant_names
 
 
 def test_every_shipped_variant_is_offered():
-    assert {"vanilla", "sla", "window", "sgnet", "lisa", "softbias", "softthreshold", "depscale"} <= set(variant_names())
+    assert {"vanilla", "sla", "window", "sgnet", "lisa", "softbias", "logthreshold", "depscale"} <= set(variant_names())
 
 
 def test_each_option_reaches_only_the_variants_whose_blocks_have_it():

@@ -11,6 +11,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from spacy_sla import SyntaxMask
 from spacy_sla.inspection.mask_statistics import (
     load_tokenizer,
     make_mask,
@@ -21,7 +22,6 @@ from spacy_sla.inspection.mask_statistics import (
     strided_spans,
     token_visibility,
 )
-from spacy_sla.masks import SyntaxMask
 
 from util import english_vocab, parsed_doc, sla_nlp
 
@@ -93,7 +93,7 @@ def test_document_level_uses_the_strided_spans_in_tokens(tokenizer):
 
 def test_piece_counts_are_those_of_the_component(tiny_bert, tokenizer):
     spans = {"@span_getters": "spacy-transformers.strided_spans.v1", "window": 6, "stride": 4}
-    mask = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 1}
+    mask = {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1}
     nlp = sla_nlp(tiny_bert, get_spans=spans, mask=mask)
     # "walking" has two pieces (walk ##ing), "abcabc" four (abc ##a ##b ##c).
     walking = parsed_doc(nlp.vocab, "He was walking abcabc .".split(), [2, 2, 2, 2, 2])

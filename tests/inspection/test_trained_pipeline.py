@@ -30,10 +30,10 @@ TEXTS = [
     "The mat is big, and it is abc.",
 ]
 WINDOW = {"mask": {"@misc": "spacy-sla.window_mask.v1", "window": 2}}
-V2 = "spacy-sla.SLATransformerModel.v2"
+SLA_ARCHITECTURE = "spacy-sla.SLATransformerModel.v1"
 SPANS = {"@span_getters": "spacy-transformers.strided_spans.v1", "window": 128, "stride": 96}
-SOFT_BIAS = {"@architectures": V2, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.tree_distance_bias.v1", "max_distance": 3}}
-SGNET = {"@architectures": V2, "get_spans": SPANS, "mask": None, "syntax_guided_mask": {"@misc": "spacy-sla.ancestor_mask.v1"}}
+SOFT_BIAS = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.tree_distance_bias.v1", "max_distance": 3}}
+SGNET = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": None, "syntax_guided_mask": {"@misc": "spacy-sla.ancestor_mask.v1"}}
 TINY_SLA_PARAMETERS = (32 + 1) * 2  # one Linear(hidden, 1) gate per layer of the tiny BERT
 
 runner = CliRunner()
@@ -234,7 +234,7 @@ def test_info_describes_the_sla_component(parsed):
     assert info["model_type"] == "bert" and info["n_layers"] == 2 and info["hidden_size"] == 32
     assert info["sla_layers"] == [0, 1]
     assert info["mask"] == "SyntaxMask(threshold=3, punct_rule='authors', neighbours=True)"
-    assert info["mask_config"] == {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "authors", "neighbours": True}
+    assert info["mask_config"] == {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_rule": "authors", "neighbours": True}
     assert info["syntax_guided_mask"] is None and info["parent_attention"] is None
     assert info["sla_parameters"] == TINY_SLA_PARAMETERS
     assert info["parameters"] == sum(p.numel() for p in transformer.parameters())
@@ -247,7 +247,7 @@ def test_info_finds_sg_net_and_sla_inside_a_listener(unparsed):
     result = cli("info", unparsed["sgnet"], "--json")
     assert result.exit_code == 0, result.output
     (info,) = json.loads(result.stdout)["components"]
-    assert info["architecture"] == V2 and info["sla_layers"] == [] and info["mask"] is None
+    assert info["architecture"] == SLA_ARCHITECTURE and info["sla_layers"] == [] and info["mask"] is None
     assert info["syntax_guided_mask"] == "AncestorMask()"
     assert info["syntax_guided_mask_config"] == {"@misc": "spacy-sla.ancestor_mask.v1"}
     assert info["sla_parameters"] > 0  # the syntax-guided layer

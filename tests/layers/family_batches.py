@@ -9,7 +9,9 @@ from transformers import AutoConfig, AutoModel
 
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer
-from spacy_sla.layers.local_bias import DependencyScale, DistanceBucketBias, SoftThresholdLogBias
+from spacy_sla.variants.depscale import DependencyScale
+from spacy_sla.variants.logthreshold import ThresholdLogBiasLayer
+from spacy_sla.variants.softbias import DistanceBucketBias
 
 from util import ENCODER_SIZES, tiny_encoder
 
@@ -226,12 +228,12 @@ N_BUCKETS = 6
 
 
 def variant(name: str) -> dict:
-    """SyntaxAwareTransformer options of a variant (softbias, softthreshold,
+    """SyntaxAwareTransformer options of a variant (softbias, logthreshold,
     depscale, sgnet, lisa)."""
     if name == "softbias":
         return {"local_bias": lambda config: DistanceBucketBias(config.num_attention_heads, N_BUCKETS)}
-    if name == "softthreshold":
-        return {"local_bias": lambda config: SoftThresholdLogBias(config.num_attention_heads, N_BUCKETS - 3, 2.0)}
+    if name == "logthreshold":
+        return {"local_bias": lambda config: ThresholdLogBiasLayer(config.num_attention_heads, N_BUCKETS - 3, 2.0)}
     if name == "depscale":
         return {"local_bias": lambda config: DependencyScale(config.hidden_size, config.num_attention_heads, N_BUCKETS - 3)}
     if name == "sgnet":
@@ -246,7 +248,7 @@ def variant_inputs(name: str, batch: Dict[str, torch.Tensor]) -> Dict[str, torch
     spacy-sla.ancestor_mask.v1 does) or the parent targets."""
     device = batch["input_ids"].device
     generator = torch.Generator().manual_seed(3)
-    if name in ("softbias", "softthreshold", "depscale"):
+    if name in ("softbias", "logthreshold", "depscale"):
         buckets = torch.randint(0, N_BUCKETS, (N_SEQUENCES, N_PIECES, N_PIECES), generator=generator)
         buckets[0] = N_BUCKETS - 1
         return {"local_mask": None, "local_buckets": buckets.to(device)}

@@ -9,7 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareAttention, SyntaxAwareTransformer, attending
-from spacy_sla.layers.local_bias import DistanceBucketBias
+from spacy_sla.variants.softbias import DistanceBucketBias
 
 from util import tiny_encoder
 

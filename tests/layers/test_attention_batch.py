@@ -7,8 +7,8 @@ import numpy
 import pytest
 import torch
 
-from spacy_sla.data_classes import SyntaxInputs
 from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareAttention, SyntaxAwareTransformer, attending
+from spacy_sla.syntax.syntax_inputs import SyntaxInputs
 
 from .masked_batches import N_PIECES, N_SEQUENCES, attention_mask, local_mask
 from util import batch_inputs, random_local_mask, tiny_encoder

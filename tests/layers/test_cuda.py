@@ -34,7 +34,7 @@ from util import sla_nlp, the_cat_sat, train_textcat, trf_output
 pytestmark = pytest.mark.gpu
 
 CUDA = "cuda"
-VARIANTS = ["softbias", "softthreshold", "depscale", "sgnet", "lisa"]
+VARIANTS = ["softbias", "logthreshold", "depscale", "sgnet", "lisa"]
 # The families, and the variants' modules on BERT ("bert/softbias", ...)
 FAMILIES_AND_VARIANTS = WRAPPED_FAMILIES + [f"bert/{name}" for name in VARIANTS]
 

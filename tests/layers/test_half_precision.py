@@ -95,7 +95,7 @@ def test_scores_of_hundreds_stay_finite_on_every_path(family, dtype):
     assert not_finite_on_every_path(family, dtype) == {}
 
 
-@pytest.mark.parametrize("name", ["softbias", "softthreshold", "depscale", "sgnet", "lisa"])
+@pytest.mark.parametrize("name", ["softbias", "logthreshold", "depscale", "sgnet", "lisa"])
 @pytest.mark.parametrize("dtype", HALF_TYPES, ids=HALF_IDS)
 def test_the_variants_modules_stay_finite_and_close_in_half_precision(name, dtype):
     """The local biases from tree distances (one sequence with only the

@@ -270,7 +270,7 @@ def test_the_pipeline_passes_the_flags_and_its_outputs_and_gates_are_unchanged(t
     short = parsed_doc(vocab, ["she", "ran", "home"], [1, 1, 1])
     two_sentences = Doc.from_docs([the_cat_sat(vocab), short])
     docs = [short, two_sentences, chain, parsed_doc(vocab, "she ran .".split(), [1, 1, 1])]
-    mask = {"@misc": "spacy-sla.syntax_mask.v3", "threshold": 3, "punct_rule": "spacy"}
+    mask = {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_rule": "spacy"}
     component = sla_nlp(tiny_bert, mask=mask).get_pipe("sla_transformer")
     component.store_gates = True
     flags = []

@@ -91,7 +91,7 @@ def test_gradients_reach_the_gates_and_the_encoder():
 def test_the_fused_and_the_shared_exponent_paths_agree(local, output_attentions):
     """Two fused SDPA calls and the materialised path (one score matrix with a
     shared exponent, used for output_attentions) compute the same attention."""
-    from spacy_sla.layers.local_bias import DistanceBucketBias
+    from spacy_sla.variants.softbias import DistanceBucketBias
 
     model = tiny_encoder("bert")
     bias = (lambda config: DistanceBucketBias(config.num_attention_heads, 5)) if local == "bias" else None

@@ -14,7 +14,7 @@ from spacy_sla.layers import SLATransformerModel, SyntaxAwareTransformer
 
 from util import add_textcat_listener, english_vocab, sla_nlp, the_cat_sat, trf_output
 
-SMALL_MASK = {"mask": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1, "punct_visible": False}}
+SMALL_MASK = {"mask": {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 1, "punct_rule": "none"}}
 
 
 def trained_sla_nlp(tiny_bert, **model_config):
@@ -248,39 +248,6 @@ def test_sla_layers_and_mixed_precision_given_when_loading_are_in_effect(tiny_be
     assert model.settings.mixed_precision and model.layers[0].shims[0]._mixed_precision
     copied = model.copy()
     assert copied.settings == model.settings and copied.layers[0].shims[0]._mixed_precision
-
-
-# What a model saved before the settings left the thinc attrs kept there
-# (serialized with msgpack, one value per attr), as the old code wrote it.
-OLD_FORMAT_ATTRS = {
-    "syntax_guided_mask": None,
-    "parent_attention": None,
-    "sla_layers": None,
-    "transformer_options": {"sla_layers": None, "local_bias": None, "syntax_guided": False, "parent_attention": None},
-    "on_missing_parse": "error",
-    "mixed_precision": False,
-    "grad_scaler_config": {},
-    "flush_cache_chance": 0.0,
-    "auxiliary_loss": 0.0,
-    "record_gates": True,
-}
-
-
-def test_a_pipeline_saved_with_settings_in_the_attrs_loads_with_the_config_in_effect(tiny_bert, tmp_path):
-    nlp = saved_pipeline(tiny_bert, tmp_path / "pipeline")
-    model_file = tmp_path / "pipeline" / "sla_transformer" / "model"
-    message = srsly.msgpack_loads(model_file.read_bytes())
-    old_attrs = {**OLD_FORMAT_ATTRS, "name": str(tiny_bert)}
-    message["attrs"][0].update({key: srsly.msgpack_dumps(value) for key, value in old_attrs.items()})
-    model_file.write_bytes(srsly.msgpack_dumps(message))
-    loaded = load_with(tmp_path / "pipeline", model={"on_missing_parse": "global"})
-    model = loaded.get_pipe("sla_transformer").model
-    assert not set(old_attrs) & set(model.attrs)
-    doc = loaded(the_cat_sat(loaded.vocab))
-    assert doc._.sla_gates is None  # the old record_gates attr is ignored
-    numpy.testing.assert_allclose(trf_output(doc), trf_output(nlp(the_cat_sat(nlp.vocab))), atol=1e-6)
-    with pytest.warns(UserWarning, match=r"\[SLA-W001\]"):
-        loaded(UNPARSED_TEXT)
 
 
 def test_mixed_precision_training_on_the_cpu_is_refused_before_the_encoder_runs(tiny_bert, monkeypatch):

@@ -9,7 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareAttention, attending, two_branch
-from spacy_sla.layers.local_bias import DistanceBucketBias
+from spacy_sla.variants.softbias import DistanceBucketBias
 
 N_HEADS, HEAD_SIZE, N_PIECES = 4, 8, 9
 HIDDEN = N_HEADS * HEAD_SIZE

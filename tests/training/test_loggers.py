@@ -7,9 +7,9 @@ from spacy.util import registry
 
 from spacy_sla.training.loggers import console_logger
 
-from util import SPANS, V2, sla_nlp
+from util import SLA_ARCHITECTURE, SPANS, sla_nlp
 
-LISA = {"@architectures": V2, "get_spans": SPANS, "mask": None,
+LISA = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": None,
         "parent_attention": {"@misc": "spacy-sla.parent_attention.v1", "layer": 1, "head": 2, "weight": 1.0}}
 
 
