@@ -5,10 +5,11 @@ an unsupported family is refused with the supported ones named.
 The families whose scores carry a position term (BERT's relative_key and
 relative_key_query, MPNet's relative bias, ALBERT with relative keys,
 DeBERTa-v3's disentangled terms, ModernBERT's sliding window) give the
-plain output on every prediction
-path, and the training path that keeps only the scores for backward gives
-the gradients autograd gives, the position parameters' included. ALBERT's one layer module, run at every
-depth, gets one gate."""
+plain output with a mask that hides nothing and the reference's output
+(tests/reference.py) with a restrictive one, in prediction at either side
+of MATERIALISE_UP_TO and with output_attentions, and in training the
+reference's gradients, the position parameters' included. ALBERT's one
+layer module, run at every depth, gets one gate."""
 import copy
 
 import pytest
@@ -27,7 +28,7 @@ from transformers import (
 )
 
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
-from spacy_sla.layers import ATTENTION_FAMILIES, AttentionPaths, FamilyAdapter, SyntaxAwareTransformer
+from spacy_sla.layers import ATTENTION_FAMILIES, FamilyAdapter, SyntaxAwareTransformer
 from spacy_sla.layers.family_adapters import (
     AlbertStyleAttention,
     BertStyleSelfAttention,
@@ -41,6 +42,7 @@ from spacy_sla.layers.family_adapters import (
 )
 
 from .encoders import sla_output
+from .masked_batches import LONG, SHORT, encoder_inputs, reference_encoder
 from util import ENCODER_SIZES, batch_inputs, random_local_mask, tiny_encoder, vanilla_output
 
 PLAIN_FAMILIES = ["bert", "roberta", "electra", "distilbert"]
@@ -48,11 +50,8 @@ POSITION_TERM_FAMILIES = ["bert-relative_key", "bert-relative_key_query", "mpnet
 # ModernBERT's rotary embeddings turn the queries and keys; its window is a score bias
 SCORE_BIAS_FAMILIES = POSITION_TERM_FAMILIES + ["modernbert"]
 FAMILIES = PLAIN_FAMILIES + SCORE_BIAS_FAMILIES + ["albert"]
-PREDICTION_PATHS = {
-    "one score matrix": AttentionPaths(),
-    "two SDPA calls": AttentionPaths(materialise_up_to=0),
-    "probabilities": AttentionPaths(fused_attention=False),
-}
+# how prediction computes: (width, output_attentions)
+PREDICTIONS = {"mixed probabilities": (SHORT, False), "SDPA": (LONG, False), "output_attentions": (SHORT, True)}
 SUPPORTED = "albert, bert, camembert, deberta-v2, distilbert, electra, modernbert, mpnet, roberta, xlm-roberta"
 
 
@@ -67,35 +66,29 @@ def test_a_mask_that_hides_nothing_gives_the_plain_encoder_output(family):
     assert torch.allclose(sla_output(model, input_ids, attention_mask, None) * real, expected * real, atol=1e-5)
 
 
-@pytest.mark.parametrize("paths", PREDICTION_PATHS.values(), ids=PREDICTION_PATHS)
+@pytest.mark.parametrize("prediction", PREDICTIONS)
 @pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
-def test_with_a_position_term_every_prediction_path_gives_the_plain_output(family, paths):
+def test_with_a_position_term_prediction_gives_the_plain_output_and_the_references(family, prediction):
+    n_pieces, output_attentions = PREDICTIONS[prediction]
     model = tiny_encoder(family)
-    input_ids, attention_mask = batch_inputs()
+    inputs = encoder_inputs(n_pieces, restricted=[0, 1, 3])
+    input_ids, attention_mask = inputs["input_ids"], inputs["attention_mask"]
     expected = vanilla_output(model, input_ids, attention_mask)
     real = attention_mask.bool()[..., None]
-    sla = SyntaxAwareTransformer(copy.deepcopy(model), attention_paths=paths).eval()
-    everything = torch.ones(2, 9, 9, dtype=torch.bool)
+    torch.manual_seed(4)
+    sla = SyntaxAwareTransformer(copy.deepcopy(model)).eval()
+    with torch.no_grad():
+        for module in sla.sla_modules():
+            module.gate.weight.normal_(std=0.5)
+    everything = torch.ones(len(input_ids), n_pieces, n_pieces, dtype=torch.bool)
     with torch.no_grad():
         for mask in (everything, None):
-            output = sla(input_ids, attention_mask, local_mask=mask).last_hidden_state
-            assert torch.allclose(output * real, expected * real, atol=1e-5)
-        restricted = sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state
+            output = sla(input_ids, attention_mask, local_mask=mask, output_attentions=output_attentions)
+            assert torch.allclose(output.last_hidden_state * real, expected * real, atol=1e-5)
+        restricted = sla(**inputs, output_attentions=output_attentions).last_hidden_state
+        reference = reference_encoder(sla, model)(**inputs).last_hidden_state
     assert (restricted * real - expected * real).abs().max() > 1e-3
-
-
-@pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
-def test_the_paths_agree_on_a_restrictive_mask_with_a_position_term(family):
-    model = tiny_encoder(family)
-    input_ids, attention_mask = batch_inputs()
-    real = attention_mask.bool()[..., None]
-    outputs = []
-    for paths in PREDICTION_PATHS.values():
-        torch.manual_seed(4)  # the same gates
-        sla = SyntaxAwareTransformer(copy.deepcopy(model), attention_paths=paths).eval()
-        with torch.no_grad():
-            outputs.append(sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state * real)
-    assert all(torch.allclose(output, outputs[0], atol=1e-5) for output in outputs[1:])
+    assert torch.allclose(restricted * real, reference * real, atol=1e-5)
 
 
 def position_parameters(sla: SyntaxAwareTransformer):
@@ -106,34 +99,34 @@ def position_parameters(sla: SyntaxAwareTransformer):
     }
 
 
-def gradients(family: str, paths: AttentionPaths):
+def gradients(sla: SyntaxAwareTransformer, n_pieces: int):
     """The gradients of every parameter (gates and position tables
     included) for a restrictive mask, without dropout."""
-    sla = SyntaxAwareTransformer(tiny_encoder(family), attention_paths=paths).eval()
-    with torch.no_grad():
-        for module in sla.sla_modules():
-            module.gate.weight.normal_(std=0.5, generator=torch.Generator().manual_seed(5))
-    input_ids, attention_mask = batch_inputs()
-    output = sla(input_ids, attention_mask, local_mask=random_local_mask()).last_hidden_state
+    inputs = encoder_inputs(n_pieces, restricted=[0, 1, 3])
+    output = sla(**inputs).last_hidden_state
     weights = torch.randn(output.shape, generator=torch.Generator().manual_seed(6))
-    (output * weights * attention_mask[..., None]).sum().backward()
+    (output * weights * inputs["attention_mask"][..., None]).sum().backward()
     return {name: parameter.grad for name, parameter in sla.named_parameters() if parameter.grad is not None}
 
 
+@pytest.mark.parametrize("n_pieces", [SHORT, LONG])
 @pytest.mark.parametrize("family", SCORE_BIAS_FAMILIES)
-def test_the_memory_saving_backward_gives_the_gradients_of_autograd_with_a_position_term(family):
-    saving = gradients(family, AttentionPaths())
-    autograd = gradients(family, AttentionPaths(memory_saving_training=False))
-    assert saving.keys() == autograd.keys()
-    sla = SyntaxAwareTransformer(tiny_encoder(family))
+def test_the_memory_saving_backward_gives_the_references_gradients_with_a_position_term(family, n_pieces):
+    sla = SyntaxAwareTransformer(tiny_encoder(family)).eval()
+    with torch.no_grad():
+        for module in sla.sla_modules():
+            module.gate.weight.normal_(std=0.5, generator=torch.Generator().manual_seed(5))
+    reference = reference_encoder(sla, tiny_encoder(family))
+    saving, expected = gradients(sla, n_pieces), gradients(reference, n_pieces)
+    assert saving.keys() == expected.keys()
     positions = position_parameters(sla)
     assert (positions or family == "modernbert") and set(positions) <= saving.keys()
     assert any(".gate." in name for name in saving)
     for name in saving:
         # float32 sums over different orders: relative to the gradient's scale
         # (ALBERT's shared embedding projection collects gradients of ~100)
-        scale = float(autograd[name].abs().max())
-        torch.testing.assert_close(saving[name], autograd[name], rtol=1e-4, atol=1e-5 * max(scale, 1.0), msg=name)
+        scale = float(expected[name].abs().max())
+        torch.testing.assert_close(saving[name], expected[name], rtol=1e-4, atol=1e-5 * max(scale, 1.0), msg=name)
     assert all(saving[name].abs().max() > 0 for name in positions)
 
 
