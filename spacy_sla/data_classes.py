@@ -58,7 +58,7 @@ class SyntaxInputs:
         piece of the span (padding excluded: every branch hides it anyway);
         None without a boolean local mask. Where it hides nothing, the local
         branch computes exactly the global attention, which prediction need
-        not compute twice (layers/syntax_aware_attention.py)."""
+        not compute twice (layers/prediction.py)."""
         if self.local_mask is None:
             return None
         restricted = (not self.local_mask[i, :n, :n].all() for i, n in enumerate(self.lengths))
