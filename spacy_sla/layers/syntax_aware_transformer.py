@@ -221,7 +221,7 @@ class SyntaxAwareTransformer(nn.Module):
         order = self._prediction_order(attention_mask, local_mask, local_restricted, output_attentions)
         if order is not None:
             # Prediction on the CPU reads each group of similar length as
-            # a block of the batch (width_groups.width_order); the outputs go
+            # a block of the batch (prediction_schedule.width_order); the outputs go
             # back to the callers' order below.
             input_ids, attention_mask, token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted = (
                 None if tensor is None else tensor.index_select(0, order.to(tensor.device))
