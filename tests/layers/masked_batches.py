@@ -1,9 +1,10 @@
 """Batches of four sequences whose local masks hide real pieces only in the
 sequences chosen, at a width production predicts from the mixed
 probability matrices (SHORT) and at one it predicts with fused SDPA calls
-(LONG), one SLA layer to attend over them, the reference it is checked
-against (tests/reference.py), and encoders and pipelines that compute by
-the reference: the inputs of the tests of the attention's computations."""
+(LONG), one SLA layer to attend over them (SITUATIONS: one batch and layer
+per computation), the reference it is checked against
+(tests/reference.py), and encoders and pipelines that compute by the
+reference: the inputs of the tests of the attention's computations."""
 import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -159,3 +160,45 @@ def encoder_inputs(n_pieces: int, restricted: Sequence[int], varied: bool = True
     lengths = lengths_of(n_pieces, varied)
     input_ids = torch.randint(5, 50, (N_SEQUENCES, n_pieces), generator=torch.Generator().manual_seed(1))
     return {"input_ids": input_ids, "attention_mask": attention_mask(lengths), "local_mask": local_mask(restricted, lengths)}
+
+
+ALL = list(range(N_SEQUENCES))
+# id: (width, varied lengths, restricted sequences, a row that sees no key,
+# bias variant, position term, the (batch, width) of every SDPA call of prediction)
+SITUATIONS = {
+    "short, nothing hidden": (SHORT, True, [], False, False, False, [(4, SHORT)]),
+    "short, some hidden": (SHORT, True, [2], False, False, False, []),
+    "short, all hidden": (SHORT, True, ALL, False, False, False, []),
+    "short, a row sees no key": (SHORT, True, [1], True, False, False, []),
+    "short, bias": (SHORT, True, None, False, True, False, []),
+    "short, position term": (SHORT, True, [1], False, False, True, []),
+    "short, position term and bias": (SHORT, True, None, False, True, True, []),
+    "long, nothing hidden": (LONG, False, [], False, False, False, [(4, LONG)]),
+    "long, one gathered": (LONG, False, [2], False, False, False, [(4, LONG), (1, LONG)]),
+    "long, three gathered": (LONG, False, [0, 1, 3], False, False, False, [(4, LONG), (3, LONG)]),
+    "long, all hidden": (LONG, False, ALL, False, False, False, [(4, LONG), (4, LONG)]),
+    "long, by width": (LONG, True, ALL, False, False, False, [(4, LONG), (1, LONG // 2), (1, 2 * LONG // 3), (2, LONG)]),
+    "long, a row sees no key": (LONG, False, [1], True, False, False, [(4, LONG), (1, LONG)]),
+    "long, bias": (LONG, True, None, False, True, False, [(4, LONG), (4, LONG)]),
+    "long, position term": (LONG, True, [1, 2], False, False, True, [(4, LONG), (4, LONG)]),
+    "long, position term and bias": (LONG, True, None, False, True, True, [(4, LONG), (4, LONG)]),
+}
+
+
+def situation(name: str, record_gates: bool = False) -> Tuple[SyntaxAwareAttention, AttentionBatch, Optional[torch.Tensor]]:
+    """The layer, the batch and the position term (or None) of a situation."""
+    n_pieces, varied, restricted, empty_row, bias, position, _ = SITUATIONS[name]
+    lengths = lengths_of(n_pieces, varied)
+    if bias:
+        batch = AttentionBatch.from_inputs(attention_mask(lengths), local_buckets=buckets(n_pieces), record_gates=record_gates)
+    else:
+        mask = local_mask(restricted, lengths)
+        if empty_row:  # no builder makes one; SDPA gives the row's local branch zeros
+            mask[restricted[0], 2] = False
+        batch = AttentionBatch.from_inputs(attention_mask(lengths), mask, record_gates=record_gates)
+    return make_module(bias), batch, position_term(n_pieces) if position else None
+
+
+def real_rows(batch: AttentionBatch) -> torch.Tensor:
+    """(batch, n, 1): the real pieces' rows (padding rows are never read)."""
+    return batch.global_mask[:, 0, 0, :, None]
