@@ -8,8 +8,9 @@ output_attentions; the reference's gradients in training, the position
 parameters' included; a training step that moves the gates and the
 position tables."""
 import copy
-from typing import Dict
+from typing import Callable, Dict, List, Tuple
 
+import pytest
 import torch
 
 from spacy_sla.layers import SyntaxAwareTransformer
@@ -98,3 +99,28 @@ def check_training_step(family: str) -> None:
     gates = {name for name in before if ".gate." in name}
     assert gates and gates <= changed
     assert set(position_parameters(sla)) <= changed
+
+
+def position_term_tests(families: List[str], stepped: Tuple[str, ...] = ()) -> Tuple[Callable[..., None], ...]:
+    """The three tests of a family module, over its families with a position
+    term (and `stepped`: families whose training step is checked too)."""
+
+    @pytest.mark.parametrize("prediction", PREDICTIONS)
+    @pytest.mark.parametrize("family", families)
+    def test_with_its_position_term_prediction_gives_the_plain_output_and_the_references(family, prediction):
+        check_prediction(family, prediction)
+
+    @pytest.mark.parametrize("n_pieces", WIDTHS)
+    @pytest.mark.parametrize("family", families)
+    def test_training_gives_the_references_gradients_with_its_position_term(family, n_pieces):
+        check_gradients(family, n_pieces)
+
+    @pytest.mark.parametrize("family", families + list(stepped))
+    def test_a_training_step_changes_the_gates_and_the_position_tables(family):
+        check_training_step(family)
+
+    return (
+        test_with_its_position_term_prediction_gives_the_plain_output_and_the_references,
+        test_training_gives_the_references_gradients_with_its_position_term,
+        test_a_training_step_changes_the_gates_and_the_position_tables,
+    )

@@ -1,33 +1,22 @@
 """AlbertStyleAttention: ALBERT's layer module, run at several depths,
 gets one gate, and its relative keys are unscaled."""
-import pytest
 import torch
 from transformers import AlbertConfig, AlbertModel
 
 from spacy_sla.layers import SyntaxAwareTransformer
 from spacy_sla.layers.family_adapters import AlbertStyleAttention
 
-from .position_terms import PREDICTIONS, WIDTHS, check_gradients, check_prediction, check_training_step
+from .position_terms import position_term_tests
 from util import ENCODER_SIZES, batch_inputs, random_local_mask, tiny_encoder
 
 FAMILIES = ["albert-relative_key_query"]
 
 
-@pytest.mark.parametrize("prediction", PREDICTIONS)
-@pytest.mark.parametrize("family", FAMILIES)
-def test_with_its_position_term_prediction_gives_the_plain_output_and_the_references(family, prediction):
-    check_prediction(family, prediction)
-
-
-@pytest.mark.parametrize("n_pieces", WIDTHS)
-@pytest.mark.parametrize("family", FAMILIES)
-def test_training_gives_the_references_gradients_with_its_position_term(family, n_pieces):
-    check_gradients(family, n_pieces)
-
-
-@pytest.mark.parametrize("family", FAMILIES + ["albert"])
-def test_a_training_step_changes_the_gates_and_the_position_tables(family):
-    check_training_step(family)
+(
+    test_with_its_position_term_prediction_gives_the_plain_output_and_the_references,
+    test_training_gives_the_references_gradients_with_its_position_term,
+    test_a_training_step_changes_the_gates_and_the_position_tables,
+) = position_term_tests(FAMILIES, stepped=("albert",))
 
 
 def test_albert_gates_its_shared_layer_once_and_records_a_gate_per_depth():

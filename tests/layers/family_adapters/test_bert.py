@@ -1,12 +1,11 @@
 """BertStyleSelfAttention (BERT, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA):
 the relative-key term of BERT's scores, and its position terms through
 both branches (position_terms.py)."""
-import pytest
 import torch
 
 from spacy_sla.layers.family_adapters import relative_key_scores
 
-from .position_terms import PREDICTIONS, WIDTHS, check_gradients, check_prediction, check_training_step
+from .position_terms import position_term_tests
 
 FAMILIES = ["bert-relative_key", "bert-relative_key_query"]
 
@@ -25,18 +24,8 @@ def test_the_relative_key_term_follows_its_definition():
                 assert torch.allclose(scores[0, :, i, j], expected, atol=1e-6), (kind, i, j)
 
 
-@pytest.mark.parametrize("prediction", PREDICTIONS)
-@pytest.mark.parametrize("family", FAMILIES)
-def test_with_its_position_term_prediction_gives_the_plain_output_and_the_references(family, prediction):
-    check_prediction(family, prediction)
-
-
-@pytest.mark.parametrize("n_pieces", WIDTHS)
-@pytest.mark.parametrize("family", FAMILIES)
-def test_training_gives_the_references_gradients_with_its_position_term(family, n_pieces):
-    check_gradients(family, n_pieces)
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_a_training_step_changes_the_gates_and_the_position_tables(family):
-    check_training_step(family)
+(
+    test_with_its_position_term_prediction_gives_the_plain_output_and_the_references,
+    test_training_gives_the_references_gradients_with_its_position_term,
+    test_a_training_step_changes_the_gates_and_the_position_tables,
+) = position_term_tests(FAMILIES)

@@ -9,27 +9,17 @@ from torch.nn import functional as F
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.layers import SyntaxAwareTransformer
 
-from .position_terms import PREDICTIONS, WIDTHS, check_gradients, check_prediction, check_training_step
+from .position_terms import position_term_tests
 from util import batch_inputs, tiny_encoder
 
 FAMILIES = ["mpnet"]
 
 
-@pytest.mark.parametrize("prediction", PREDICTIONS)
-@pytest.mark.parametrize("family", FAMILIES)
-def test_with_its_position_term_prediction_gives_the_plain_output_and_the_references(family, prediction):
-    check_prediction(family, prediction)
-
-
-@pytest.mark.parametrize("n_pieces", WIDTHS)
-@pytest.mark.parametrize("family", FAMILIES)
-def test_training_gives_the_references_gradients_with_its_position_term(family, n_pieces):
-    check_gradients(family, n_pieces)
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_a_training_step_changes_the_gates_and_the_position_tables(family):
-    check_training_step(family)
+(
+    test_with_its_position_term_prediction_gives_the_plain_output_and_the_references,
+    test_training_gives_the_references_gradients_with_its_position_term,
+    test_a_training_step_changes_the_gates_and_the_position_tables,
+) = position_term_tests(FAMILIES)
 
 
 def test_the_supervised_head_learns_the_attention_of_the_model_with_its_position_term():
