@@ -8,8 +8,10 @@ variants:
 
 - vanilla: the model's own SDPA attention;
 - sla: SyntaxAwareTransformer, training through TwoBranchAttention;
-- sla-two-sdpa: the same with memory_saving_training off (two SDPA calls,
-  the formulation before TwoBranchAttention), to show what it saves.
+- sla-two-sdpa: the same encoder training by two SDPA calls per layer
+  (benchmarks/attention_alternatives.py: the formulation before
+  TwoBranchAttention) and predicting as sla, to show what
+  TwoBranchAttention saves.
 
 The local mask is syntax-like: a band of +-3 pieces plus 5% random
 long-distance pairs; the documents have 75-100% of the pieces (padding).
@@ -30,15 +32,15 @@ import statistics
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 from transformers import AutoConfig, AutoModel, BertConfig, BertModel, PretrainedConfig, PreTrainedModel
 
-from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer, computing_by
-from spacy_sla.layers.family_adapters import check_transformer_config
+from spacy_sla.layers import SyntaxAwareTransformer, check_transformer_config
+
+from .attention_alternatives import two_sdpa_training
 
 VARIANTS = ("vanilla", "sla", "sla-two-sdpa")
 
@@ -120,8 +122,10 @@ def encoder(
         model = BertModel(config, add_pooling_layer=False)
     else:
         model = family_model(model_type, layers, hidden, heads)
-    if variant != "vanilla":
+    if variant == "sla":
         model = SyntaxAwareTransformer(model)
+    elif variant == "sla-two-sdpa":
+        model = SyntaxAwareTransformer(model, gated_attention=two_sdpa_training)
     return model.to(device)
 
 
@@ -134,13 +138,6 @@ def inputs(batch_size: int, pieces: int, device: torch.device, seed: int = 1) ->
     band = (positions[:, None] - positions[None]).abs() <= 3
     local_mask = band[None] | (torch.rand(batch_size, pieces, pieces, generator=generator) < 0.05)
     return {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device), "local_mask": local_mask.to(device)}
-
-
-@contextmanager
-def formulation(variant: str, model: torch.nn.Module) -> Iterator[None]:
-    """Within the block, the SLA encoders in `model` train by the variant's formulation."""
-    with computing_by(model, AttentionPaths(memory_saving_training=variant != "sla-two-sdpa")):
-        yield
 
 
 def _forward(model: torch.nn.Module, variant: str, batch: Dict[str, torch.Tensor]) -> torch.Tensor:
@@ -179,10 +176,9 @@ def cpu_memory_probe(variant: str, layers: int, hidden: int, heads: int, batch_s
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-5)
     before = _rss_mib("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
-    with torch.no_grad(), formulation(variant, model.eval()):
-        _forward(model, variant, batch)
-    with formulation(variant, model.train()):
-        _forward(model, variant, batch).pow(2).mean().backward()
+    with torch.no_grad():
+        _forward(model.eval(), variant, batch)
+    _forward(model.train(), variant, batch).pow(2).mean().backward()
     optimizer.step()
     peak = _rss_mib("VmHWM")
     return [peak, peak - before]
@@ -235,15 +231,14 @@ def run(
 
     def predict(variant: str) -> None:
         model = models[variant].eval()
-        with torch.no_grad(), autocast, formulation(variant, model):
+        with torch.no_grad(), autocast:
             _forward(model, variant, batch)
 
     def train_step(variant: str) -> None:
         model = models[variant].train()
-        with formulation(variant, model):
-            with autocast:
-                loss = _forward(model, variant, batch).float().pow(2).mean()
-            loss.backward()
+        with autocast:
+            loss = _forward(model, variant, batch).float().pow(2).mean()
+        loss.backward()
         optimizers[variant].step()
         optimizers[variant].zero_grad(set_to_none=True)
 

@@ -4,10 +4,12 @@ benchmark --config` builds them: the same sourced parser, initialised on a
 sample of --data, the config's batcher, dropout and gradient accumulation),
 the SLA pipeline two ways, alternating within each repetition:
 
-- sla-two-branch: TwoBranchAttention (the default: one score matrix, only
+- sla-two-branch: TwoBranchAttention (production: one score matrix, only
   what the two softmaxes need kept for backward, boolean dropout masks);
-- sla-two-sdpa: memory_saving_training off, two SDPA calls per layer, each
-  with its own dropout (the formulation before TwoBranchAttention).
+- sla-two-sdpa: a pipeline of the same config whose layers train by two SDPA
+  calls per layer, each with its own dropout (the formulation before
+  TwoBranchAttention; benchmarks/attention_alternatives.py, given to the
+  pipeline by its [initialize.before_init] callback).
 
 Wall-clock medians of the repetitions after a warm-up, as ratios to vanilla;
 run it on an idle machine. The dropout draws of the two branches stay
@@ -25,18 +27,29 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import torch
+from thinc.api import Config
 
 from spacy_sla.pipeline_cost.config import benchmark_configs, build_pipeline, fresh, write_sample
 
-from .encoder_benchmark import formulation
+from . import attention_alternatives  # noqa: F401  (registers sla-benchmarks.computing_by.v1)
 
-# each arm and the pipeline it trains; encoder_benchmark.formulation turns
-# TwoBranchAttention off for "sla-two-sdpa" alone
-ARMS = (("vanilla", "vanilla"), ("sla-two-branch", "sla"), ("sla-two-sdpa", "sla"))
+# each arm and the pipeline it trains
+ARMS = (("vanilla", "vanilla"), ("sla-two-branch", "sla"), ("sla-two-sdpa", "sla-two-sdpa"))
+
+
+def computing_by(config: Config, formulation: str) -> Config:
+    """The config whose SLA transformer computes by the formulation of
+    benchmarks/attention_alternatives.py, given before its initialisation."""
+    config = Config(config)
+    if config["initialize"].get("before_init") is not None:
+        raise ValueError("The config has its own [initialize.before_init]; the benchmark needs the callback for itself.")
+    config["initialize"]["before_init"] = {"@callbacks": "sla-benchmarks.computing_by.v1", "formulation": formulation}
+    return config
 
 
 def measure(config: Path, data: Path, n_docs: int, model: Optional[str], parser: str, repeats: int) -> Dict[str, Any]:
     configs = benchmark_configs(config, parser, model, {}, None)
+    configs["sla-two-sdpa"] = computing_by(configs["sla"], "two-sdpa-training")
     with tempfile.TemporaryDirectory() as directory:
         sample = write_sample(data, configs["vanilla"]["nlp"]["lang"], n_docs, Path(directory))
         pipelines = {variant: build_pipeline(variant_config, sample) for variant, variant_config in configs.items()}
@@ -45,10 +58,9 @@ def measure(config: Path, data: Path, n_docs: int, model: Optional[str], parser:
             for arm, variant in ARMS:
                 pipeline = pipelines[variant]
                 examples = fresh(pipeline.train_batches[0])
-                with formulation(arm, pipeline.nlp.get_pipe(pipeline.transformer).model.transformer):
-                    start = time.perf_counter()
-                    pipeline.train_step(examples)
-                    elapsed = time.perf_counter() - start
+                start = time.perf_counter()
+                pipeline.train_step(examples)
+                elapsed = time.perf_counter() - start
                 if repeat:
                     seconds[arm].append(elapsed)
         batch = pipelines["vanilla"].train_batches[0]

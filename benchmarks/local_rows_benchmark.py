@@ -1,22 +1,23 @@
 """When does gathering the sequences that need a local branch pay? Prediction
 of the SLA encoder (MiniLM) on a batch in which k of the sequences have a
 restrictive local mask and the others a mask that hides nothing, with
-k / batch from 0 to 1, three ways, alternating within each repetition:
+k / batch from 0 to 1, three ways, alternating within each repetition
+(the formulations of benchmarks/attention_alternatives.py):
 
-- plain: every sequence's local branch in one batched call (the skip off);
+- plain: every sequence's local branch in one batched call (two-sdpa-calls:
+  no skip);
 - gather: only the k restricted sequences' (gathered, one call, scattered
-  back; none at all for k = 0), whatever their share (gather_max_share = 1);
-- rule: what prediction does (gather up to AttentionPaths.gather_max_share,
-  plain above).
+  back; none at all for k = 0), whatever their share (gather-all);
+- rule: what prediction does beyond MATERIALISE_UP_TO pieces (gather up to
+  GATHER_MAX_SHARE, plain above; sdpa-prediction).
 
 It times the encoder's forward pass, or with --layer one SLA layer's
 attention alone (the part of a layer the skip changes; --calls calls per
 repetition, the ways alternating call by call: less noise), all three with
-two SDPA calls (the materialised prediction of short inputs off). With
---docs, it compares the components instead on the Docs of .spacy files as
-they are: vanilla; SLA without the skip; SLA with it (two SDPA calls at
-every length, materialise_up_to = 0); SLA as it predicts (the materialised
-path up to AttentionPaths.materialise_up_to pieces).
+two SDPA calls. With --docs, it compares the components instead on the Docs
+of .spacy files as they are: vanilla; SLA without the skip (two-sdpa-calls);
+SLA with it (sdpa-prediction, two SDPA calls at every width); SLA as it
+predicts (the mixed probabilities up to MATERIALISE_UP_TO pieces).
 
 Time is CPU time of the process (time.process_time, one torch thread by
 default), which other processes disturb far less than wall-clock time on a
@@ -37,16 +38,15 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import torch
 from transformers import AutoModel
 
-from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareTransformer, attending
+from benchmarks.attention_alternatives import ALTERNATIVES, computing_by
+from spacy_sla.layers import AttentionBatch, SyntaxAwareTransformer
+from spacy_sla.layers.prediction_schedule import GATHER_MAX_SHARE, MATERIALISE_UP_TO
 
 WAYS = ("plain", "gather", "rule")
-RULE_SHARE = AttentionPaths().gather_max_share
-# each way's paths, all with two SDPA calls
-WAY_PATHS = {
-    "plain": AttentionPaths(materialise_up_to=0, skip_fully_visible=False),
-    "gather": AttentionPaths(materialise_up_to=0, gather_max_share=1.0),
-    "rule": AttentionPaths(materialise_up_to=0),
-}
+# each way's formulation, all with two SDPA calls
+WAY_FORMULATIONS = {"plain": "two-sdpa-calls", "gather": "gather-all", "rule": "sdpa-prediction"}
+# the components' ways with --docs
+DOC_FORMULATIONS = {"sla-plain": "two-sdpa-calls", "sla-sdpa": "sdpa-prediction", "sla": "production"}
 
 
 def batch_inputs(batch_size: int, n_pieces: int, n_restricted: int, vocab_size: int, seed: int = 0):
@@ -64,42 +64,46 @@ def batch_inputs(batch_size: int, n_pieces: int, n_restricted: int, vocab_size: 
     return input_ids, attention_mask, local_mask
 
 
-MATERIALISE_UP_TO = AttentionPaths().materialise_up_to
+def encoders(name: str) -> Dict[str, SyntaxAwareTransformer]:
+    """The SLA encoder of each way, with the same weights."""
+    models = {}
+    for way in WAYS:
+        torch.manual_seed(0)
+        encoder = AutoModel.from_pretrained(name, add_pooling_layer=False)
+        models[way] = SyntaxAwareTransformer(encoder, gated_attention=ALTERNATIVES[WAY_FORMULATIONS[way]]).eval()
+    return models
 
 
-def encoder_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], float]:
+def encoder_timer(models: Dict[str, SyntaxAwareTransformer], inputs) -> Callable[[str], float]:
     """CPU seconds of one forward pass of the encoder, per way."""
     input_ids, attention_mask, local_mask = inputs
 
     def timed(way: str) -> float:
-        model.attention_paths = WAY_PATHS[way]
         start = time.process_time()
         with torch.no_grad():
-            model(input_ids, attention_mask, local_mask=local_mask, record_gates=True)
+            models[way](input_ids, attention_mask, local_mask=local_mask, record_gates=True)
         return time.process_time() - start
 
     return timed
 
 
-def layer_timer(model: SyntaxAwareTransformer, inputs) -> Callable[[str], float]:
-    """CPU seconds of one call of the first SLA layer's attention alone
-    (MiniLM's projections and gate; each way its own AttentionBatch, made
-    once, as the layers of a forward pass share one): the part of a layer
-    the skip changes."""
+def layer_timer(models: Dict[str, SyntaxAwareTransformer], inputs) -> Callable[[str], float]:
+    """CPU seconds of one call of the first SLA layer's two branches alone
+    (MiniLM's projections and gate; one AttentionBatch, made once, as the
+    layers of a forward pass share one): the part of a layer the skip
+    changes."""
     input_ids, attention_mask, local_mask = inputs
-    module = model.sla_modules()[0]
-    batches = {}
-    for way in WAYS:
-        batches[way] = AttentionBatch.from_inputs(attention_mask, local_mask, record_gates=True, paths=WAY_PATHS[way])
+    module = models["rule"].sla_modules()[0]
+    batch = AttentionBatch.from_inputs(attention_mask, local_mask)
     hidden = torch.randn(*input_ids.shape, module.n_heads * module.head_size, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         qkv = [module.split_heads(projection(hidden)) for projection in (module.query, module.key, module.value)]
+        gate = module.gate_values(hidden).transpose(1, 2)[..., None]
 
     def timed(way: str) -> float:
-        batches[way].gates.clear()
         start = time.process_time()
-        with torch.no_grad(), attending(batches[way]):
-            module.attend(hidden, *qkv)
+        with torch.no_grad():
+            ALTERNATIVES[WAY_FORMULATIONS[way]](batch, *qkv, gate, batch.local_mask, None, 0.0)
         return time.process_time() - start
 
     return timed
@@ -134,14 +138,15 @@ def compare_on_docs(args) -> List[Dict]:
 
     parser = spacy.load(args.parser, exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])
     pipelines = {}
-    for variant in ("vanilla", "sla"):
+    for way in ("vanilla", *DOC_FORMULATIONS):
         nlp = spacy.blank("en")
-        if variant == "vanilla":
+        if way == "vanilla":
             nlp.add_pipe("transformer", config={"model": {"name": args.model}})
         else:
             nlp.add_pipe("sla_transformer", name="transformer", config={"model": {"name": args.model, "mask": SYNTAX_MASK}})
+            computing_by(nlp, DOC_FORMULATIONS[way])
         nlp.initialize()
-        pipelines[variant] = nlp.get_pipe("transformer")
+        pipelines[way] = nlp.get_pipe("transformer")
     rows = []
     for path in args.docs.split(","):
         texts = [doc.text for doc in DocBin().from_disk(path).get_docs(parser.vocab)][: args.n_docs]
@@ -150,11 +155,7 @@ def compare_on_docs(args) -> List[Dict]:
         visible = sum(bool(mask.all()) for mask in masks) / len(masks)
 
         def timed(way: str) -> float:
-            if way != "vanilla":
-                pipelines["sla"].model.transformer.attention_paths = AttentionPaths(
-                    skip_fully_visible=way != "sla-plain", materialise_up_to=MATERIALISE_UP_TO if way == "sla" else 0
-                )
-            component = pipelines["vanilla" if way == "vanilla" else "sla"]
+            component = pipelines[way]
             start = time.process_time()
             list(component.pipe([doc.copy() for doc in docs], batch_size=args.batch_size))
             return time.process_time() - start
@@ -201,20 +202,20 @@ def main() -> None:
         rows = compare_on_docs(args)
         if args.output is not None:
             args.output.parent.mkdir(parents=True, exist_ok=True)
-            settings = {"threads": args.threads, "repeats": args.repeats, "gather_max_share": RULE_SHARE, "model": args.model,
-                        "materialise_up_to": MATERIALISE_UP_TO}
+            settings = {"threads": args.threads, "repeats": args.repeats, "gather_max_share": GATHER_MAX_SHARE,
+                        "model": args.model, "materialise_up_to": MATERIALISE_UP_TO}
             args.output.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
         return
     make_timer = layer_timer if args.layer else encoder_timer
     rounds = args.calls if args.layer else 1
-    model = SyntaxAwareTransformer(AutoModel.from_pretrained(args.model, add_pooling_layer=False)).eval()
-    vocab_size = model.config.vocab_size
+    models = encoders(args.model)
+    vocab_size = models["rule"].config.vocab_size
     rows: List[Dict] = []
     for n_pieces in (int(p) for p in args.pieces.split(",")):
         for share in (float(s) for s in args.shares.split(",")):
             n_restricted = round(share * args.batch_size)
             inputs = batch_inputs(args.batch_size, n_pieces, n_restricted, vocab_size)
-            seconds, medians = alternating_medians(make_timer(model, inputs), WAYS, args.repeats * rounds)
+            seconds, medians = alternating_medians(make_timer(models, inputs), WAYS, args.repeats * rounds)
             row = {
                 "pieces": n_pieces,
                 "batch_size": args.batch_size,
@@ -234,7 +235,8 @@ def main() -> None:
     if args.output is not None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         settings = {
-            "threads": args.threads, "repeats": args.repeats, "gather_max_share": RULE_SHARE, "model": args.model, "calls": args.calls,
+            "threads": args.threads, "repeats": args.repeats, "gather_max_share": GATHER_MAX_SHARE, "model": args.model,
+            "calls": args.calls,
             "measured": "one layer's attention" if args.layer else "encoder forward pass",
         }
         args.output.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))

@@ -1,26 +1,29 @@
 """SLA's prediction paths against vanilla, paired batch by batch.
 
 The transformer component alone on the first --n-docs Docs of each .spacy
-file (parsed by --parser), batch by batch, four ways alternating on every
+file (parsed by --parser), batch by batch, the ways alternating on every
 batch:
 
 - vanilla: spacy-transformers' component;
-- sla-before: SLA with the masks built Doc by Doc (the model's
-  whole_doc_masks off, the punctuation test not cached) and two SDPA calls
-  at every length (materialise_up_to = 0), as
-  before 2026-12-02;
-- sla-sdpa: the batch's masks built together, two SDPA calls;
 - sla: as shipped (short inputs mix the two probability matrices);
+- sla-sdpa: prediction by two SDPA calls at every width (the
+  sdpa-prediction formulation of benchmarks/attention_alternatives.py);
+- sla-span-masks: the masks built span by span by the builder's own call
+  (span_by_span_syntax_mask.v1), not sliced from whole Docs' masks built
+  together;
 - floor (with --ways): vanilla calling its fused attention twice per layer,
   the second result used: what two attentions cost with no other work, the
   floor of SLA's formulation.
+
+Each SLA way is a pipeline of its own, initialised from the same model,
+its alternative given before its initialisation.
 
 Time per batch: CPU time (time.process_time) with one thread, wall clock
 with more. Every batch gives one paired ratio per way and round; the report
 is the median of those ratios with a 95 % bootstrap interval over the
 batches: pairing batch by batch keeps the slow moments of a shared machine
 out of a ratio far better than whole passes. It also times the mask building
-alone (build_syntax_inputs) Doc by Doc and batched.
+alone (the model's syntax_inputs) span by span and sliced from whole Docs.
 
     HF_HUB_OFFLINE=1 python -m benchmarks.prediction_paths_benchmark --docs corpus/cola/dev.spacy,corpus/sst2/dev.spacy \
         [--lengths 25] [--n-docs 256] [--batch-size 32] [--rounds 10] [--threads 1] [--output metrics/paths.json]
@@ -41,40 +44,39 @@ import spacy
 import torch
 from spacy.tokens import DocBin
 
-import spacy_sla.syntax.punctuation as punctuation
 from benchmarks import encoders as benchmark
-from spacy_sla.layers import AttentionPaths, computing_by
+from benchmarks.attention_alternatives import computing_by
 from spacy_sla.layers.transformer_model import flatten_spans
 
-WAYS = ("vanilla", "sla-before", "sla-sdpa", "sla")
+WAYS = ("vanilla", "sla-span-masks", "sla-sdpa", "sla")
 ALL_WAYS = WAYS + ("floor",)
 SYNTAX_MASK = {"@misc": "spacy-sla.syntax_mask.v1", "threshold": 3, "punct_rule": "authors"}
-_CACHED_TEST = punctuation.is_authors_punctuation
+# each SLA way: its mask's registered function and its formulation
+SLA_WAYS = {
+    "sla": ("spacy-sla.syntax_mask.v1", "production"),
+    "sla-sdpa": ("spacy-sla.syntax_mask.v1", "sdpa-prediction"),
+    "sla-span-masks": ("sla-benchmarks.span_by_span_syntax_mask.v1", "production"),
+}
 
 
-@contextmanager
-def doc_by_doc(active: bool, model) -> Iterator[None]:
-    """Within the block, with `active`, the SLA model builds its masks as before the batched path."""
-    if active:
-        model.whole_doc_masks = False
-        punctuation.is_authors_punctuation = _CACHED_TEST.__wrapped__
-    try:
-        yield
-    finally:
-        model.whole_doc_masks = True
-        punctuation.is_authors_punctuation = _CACHED_TEST
-
-
-def components(model: str) -> Dict[str, object]:
+def components(model: str, ways: Sequence[str]) -> Dict[str, object]:
+    """The transformer component of each way (floor: vanilla's)."""
     found = {}
-    for variant in ("vanilla", "sla"):
+    for way in ways:
+        if way == "floor":
+            continue
         nlp = spacy.blank("en")
-        if variant == "vanilla":
+        if way == "vanilla":
             nlp.add_pipe("transformer", config={"model": {"name": model}})
         else:
-            nlp.add_pipe("sla_transformer", name="transformer", config={"model": {"name": model, "mask": SYNTAX_MASK}})
+            mask, formulation = SLA_WAYS[way]
+            config = {"model": {"name": model, "mask": {**SYNTAX_MASK, "@misc": mask}}}
+            nlp.add_pipe("sla_transformer", name="transformer", config=config)
+            computing_by(nlp, formulation)
         nlp.initialize()
-        found[variant] = nlp.get_pipe("transformer")
+        found[way] = nlp.get_pipe("transformer")
+    if "floor" in ways:
+        found["floor"] = found["vanilla"]
     return found
 
 
@@ -91,13 +93,6 @@ def attention_twice(active: bool) -> Iterator[None]:
         yield
     finally:
         torch.nn.functional.scaled_dot_product_attention = once
-
-
-@contextmanager
-def two_sdpa_calls(active: bool, model) -> Iterator[None]:
-    """Within the block, with `active`, the SLA model's prediction calls SDPA twice at every length."""
-    with computing_by(model.transformer, AttentionPaths(materialise_up_to=0) if active else AttentionPaths()):
-        yield
 
 
 def paired_times(
@@ -142,32 +137,28 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
     clock = time.process_time if args.threads == 1 else time.perf_counter
 
     def timed(way: str, batch: int) -> float:
-        component = found["vanilla" if way in ("vanilla", "floor") else "sla"]
+        component = found[way]
         copies = [doc.copy() for doc in batches[batch]]
-        sla_model = found["sla"].model
-        with doc_by_doc(way == "sla-before", sla_model), two_sdpa_calls(
-            way in ("sla-before", "sla-sdpa"), sla_model
-        ), attention_twice(
-            way == "floor"
-        ):
+        with attention_twice(way == "floor"):
             start = clock()
             component.predict(copies)
             return clock() - start
 
     seconds = paired_times(timed, len(batches), args.rounds, args.ways)
-    model = found["sla"].model
     building = {}
-    for way in ("sla-before", "sla"):
+    for way in ("sla-span-masks", "sla"):
+        if way not in found:
+            continue
+        model = found[way].model
         per_batch = []
         for batch in batches:
             spans = flatten_spans(model.settings.get_spans(batch))
             wordpieces, align = model.tokenize(spans)
-            with doc_by_doc(way == "sla-before", model):
-                times = []
-                for _ in range(5):
-                    start = time.process_time()
-                    model.syntax_inputs(spans, wordpieces, align)
-                    times.append(time.process_time() - start)
+            times = []
+            for _ in range(5):
+                start = time.process_time()
+                model.syntax_inputs(spans, wordpieces, align)
+                times.append(time.process_time() - start)
             per_batch.append(statistics.median(times))
         building[way] = statistics.median(per_batch)
     component = statistics.median(t for batch in seconds["vanilla"] for t in batch)
@@ -180,15 +171,15 @@ def measure(path: str, args, found: Dict[str, object], parser) -> Dict:
         **{f"{way}/vanilla": median_ratio(seconds[way], seconds["vanilla"]) for way in args.ways if way != "vanilla"},
         "seconds": seconds,
     }
-    for numerator, denominator in (("sla-sdpa", "sla-before"), ("sla", "sla-sdpa"), ("sla", "floor")):
+    for numerator, denominator in (("sla", "sla-span-masks"), ("sla", "sla-sdpa"), ("sla", "floor")):
         if numerator in seconds and denominator in seconds:
             row[f"{numerator}/{denominator}"] = median_ratio(seconds[numerator], seconds[denominator])
     ratios = ", ".join(
         "{} {median:.3f} [{low:.3f}, {high:.3f}]".format(key, **value) for key, value in row.items() if "/" in key
     )
+    masks = ", ".join(f"{1000 * value:.1f} ms {way}" for way, value in building.items())
     print(
-        f"{path}: {len(docs)} Docs, vanilla {1000 * component:.0f} ms a batch of {args.batch_size}; masks "
-        f"{1000 * building['sla-before']:.1f} ms Doc by Doc, {1000 * building['sla']:.1f} ms batched; {ratios}",
+        f"{path}: {len(docs)} Docs, vanilla {1000 * component:.0f} ms a batch of {args.batch_size}; masks {masks}; {ratios}",
         flush=True,
     )
     return row
@@ -211,7 +202,7 @@ def main() -> None:
     if "vanilla" not in args.ways or not set(args.ways) <= set(ALL_WAYS):
         parser.error(f"--ways: vanilla and any of {', '.join(ALL_WAYS[1:])}")
     torch.set_num_threads(args.threads)
-    found = components(args.model)
+    found = components(args.model, args.ways)
     nlp = spacy.load(args.parser, exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])
     sources = [source for source in args.docs.split(",") + args.lengths.split(",") if source]
     rows = [measure(source, args, found, nlp) for source in sources]

@@ -1,9 +1,12 @@
-"""Slow, obviously correct implementations of the mask rules, straight from
-their definitions, to check the vectorised code against."""
+"""Slow, obviously correct implementations of the mask rules and of the
+gated two-branch attention, straight from their definitions, to check the
+vectorised code against."""
+import math
 from collections import deque
-from typing import Dict, List, Set
+from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 import numpy
+import torch
 from spacy.tokens import Doc
 
 
@@ -94,3 +97,52 @@ def slow_no_neighbour_mask(doc: Doc, start: int, end: int, threshold: int, punct
         for j in range(start, end):
             mask[i - start, j - start] = j in visible or (punct_visible and doc[j].is_punct)
     return mask
+
+
+def two_branch_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    real_keys: torch.Tensor,
+    gate: Optional[torch.Tensor] = None,
+    local: Union[None, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]] = None,
+    score_bias: Optional[torch.Tensor] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """SLA's attention from its definition, with plain masked attention per
+    branch: the scores q.k / sqrt(d) (plus the model's position term), the
+    global branch a softmax over the real keys (real_keys: (batch, 1, 1, n)
+    bool), the local branch a softmax over the keys the boolean local mask
+    shows, or of the scores plus the local bias, or of the transformed
+    scores (padding keys hidden in each), a row that sees no key locally
+    giving zeros; the contexts mixed by the gate (batch, n_gates, n, 1):
+    g * local + (1 - g) * global. Without a local input, the global branch
+    alone. Returns the context (batch, heads, n, d) and the mixed
+    probabilities; autograd differentiates both."""
+    scores = query @ key.transpose(-1, -2) / math.sqrt(query.shape[-1])
+    if score_bias is not None:
+        scores = scores + score_bias
+    hidden = torch.finfo(scores.dtype).min  # a finite "hidden": an empty row stays finite, and its gradient too
+    global_probs = scores.masked_fill(~real_keys, hidden).softmax(-1)
+    if local is None:
+        return global_probs @ value, global_probs
+    if callable(local) and not isinstance(local, torch.Tensor):
+        local_probs = local(scores).masked_fill(~real_keys, hidden).softmax(-1)
+    elif local.dtype == torch.bool:
+        visible = local & real_keys
+        local_probs = scores.masked_fill(~visible, hidden).softmax(-1)
+        local_probs = torch.where(visible.any(-1, keepdim=True), local_probs, torch.zeros_like(local_probs))
+    else:
+        local_probs = (scores + local).masked_fill(~real_keys, hidden).softmax(-1)
+    gate = gate.to(scores.dtype)
+    context = gate * (local_probs @ value) + (1 - gate) * (global_probs @ value)
+    return context, gate * local_probs + (1 - gate) * global_probs
+
+
+def reference_gated_attention(batch, query, key, value, gate, local, score_bias, dropout: float) -> torch.Tensor:
+    """two_branch_attention with the signature of the production's gated
+    attention (spacy_sla.layers.GatedAttention): given to a
+    SyntaxAwareTransformer, its layers compute every local branch this way.
+    It has no dropout: the tests that use it set the layers' to 0."""
+    if dropout > 0.0:
+        raise ValueError("the reference attention has no dropout; set the layers' dropout_prob to 0")
+    return two_branch_attention(query, key, value, batch.global_mask, gate, local, score_bias)[0]

@@ -1,19 +1,16 @@
 """The inputs of one forward pass of syntax-aware attention, and what its
 layers report back (gates and auxiliary losses): an AttentionBatch belongs
 to that call. The wrapping SyntaxAwareTransformer makes one per forward pass
-and makes it the active batch of the calling thread (a context variable)
-while its encoder runs, so no layer builds or copies a mask, and threads
-that share one model never see each other's batches."""
-from contextlib import contextmanager
-from contextvars import ContextVar
+and binds it to its wrapped attention modules while its encoder runs
+(SyntaxAwareTransformer.attending), from where each module passes it on as
+an argument; no layer builds or copies a mask."""
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
-from .attention_paths import DEFAULT_PATHS, AttentionPaths
-from .width_groups import WidthGroup, rows_needing_local
-from .width_groups import width_groups as group_by_width
+from .prediction_schedule import WidthGroup, rows_needing_local
+from .prediction_schedule import width_groups as group_by_width
 
 # A local branch's input: a bool mask or an additive bias for SDPA, or a
 # transform of the scaled dot-product scores into the local logits.
@@ -45,16 +42,18 @@ class AttentionBatch:
         and themselves to `gate_modules` (a module shared by several depths
         appends once per depth).
     auxiliary_losses: appended to by supervised heads during the pass.
-    local_rows: with a boolean local mask, the (k,) index of the sequences
-        whose mask hides some key (on the mask's device; empty when none
-        does), which are the only ones whose local branch prediction
-        computes; None: every sequence's (no mask, or more than
-        paths.gather_max_share of the batch need one).
-    width_groups: on the CPU, the sequences whose mask hides some key in
-        groups of similar length (WidthGroup), when computing their local
-        branch group by group, cut to each group's width, spares enough of
-        the work; None otherwise.
-    paths: how the layers compute this pass (AttentionPaths).
+    restricted: with a boolean local mask, (batch,) bool on the CPU: the
+        sequences whose mask hides some real key from some real query; None
+        without one.
+    local_rows: with a boolean local mask, the (k,) index of the restricted
+        sequences (on the mask's device; empty when none is), which are
+        the only ones whose local branch prediction computes; None: every
+        sequence's (no mask, or more than GATHER_MAX_SHARE of the batch
+        restricted; prediction_schedule.py).
+    width_groups: on the CPU, the restricted sequences in groups of similar
+        length (WidthGroup), when computing their local branch group by
+        group, cut to each group's width, spares enough of the work; None
+        otherwise.
     """
 
     global_mask: torch.Tensor
@@ -65,9 +64,9 @@ class AttentionBatch:
     gates: List[torch.Tensor] = field(default_factory=list)
     gate_modules: List[torch.nn.Module] = field(default_factory=list, repr=False)
     auxiliary_losses: List[torch.Tensor] = field(default_factory=list)
+    restricted: Optional[torch.Tensor] = None
     local_rows: Optional[torch.Tensor] = None
     width_groups: Optional[Tuple[WidthGroup, ...]] = None
-    paths: AttentionPaths = DEFAULT_PATHS
     # local_mask as an additive mask, per dtype and for all rows or those of
     # local_rows: made once per forward pass and shared by the layers (SDPA's
     # CPU kernel turns a boolean mask into an additive one on every call, at
@@ -86,7 +85,6 @@ class AttentionBatch:
         parent_targets: Optional[torch.Tensor] = None,
         record_gates: bool = False,
         local_restricted: Optional[torch.Tensor] = None,
-        paths: AttentionPaths = DEFAULT_PATHS,
     ) -> "AttentionBatch":
         """From the encoder's (batch, n_pieces) padding mask and the batch's
         (batch, n_pieces, n_pieces) syntax inputs. local_restricted: (batch,)
@@ -99,13 +97,21 @@ class AttentionBatch:
         # empty, so no NaN can reach the backward pass.
         local = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
         if local is None:
-            return cls(keys, local, local_buckets, parent_targets, record_gates, paths=paths)
+            return cls(keys, local, local_buckets, parent_targets, record_gates)
         restricted = _restricted_sequences(local, keys, local_restricted)
-        groups = group_by_width(real, restricted, paths) if real.device.type == "cpu" else None
+        groups = group_by_width(real, restricted) if real.device.type == "cpu" else None
         return cls(
-            keys, local, local_buckets, parent_targets, record_gates,
-            local_rows=rows_needing_local(restricted, local.device, paths), width_groups=groups, paths=paths,
+            keys, local, local_buckets, parent_targets, record_gates, restricted=restricted,
+            local_rows=rows_needing_local(restricted, local.device), width_groups=groups,
         )
+
+    def global_attn_mask(self, dtype: torch.dtype, score_bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The global branch's SDPA mask: the padding mask, or with a
+        position term of the scores, the term with padding keys hidden
+        (hidden_offset)."""
+        if score_bias is None:
+            return self.global_mask
+        return score_bias.to(dtype).masked_fill(~self.global_mask, hidden_offset(dtype))
 
     def empty_local_rows(self) -> Optional[torch.Tensor]:
         """The (batch, 1, n_pieces, 1) rows that see no key locally, or None
@@ -174,31 +180,4 @@ def _restricted_sequences(local: torch.Tensor, keys: torch.Tensor, restricted: O
         # key from a real query. One reduction per forward pass.
         restricted = (local != keys).flatten(1).any(1)
     return restricted.to("cpu", torch.bool)
-
-
-
-# The batch of the forward pass running in this thread (context variables
-# are per thread, and per asyncio task).
-_ACTIVE_BATCH: ContextVar[Optional[AttentionBatch]] = ContextVar("spacy_sla_attention_batch", default=None)
-
-
-@contextmanager
-def attending(batch: AttentionBatch) -> Iterator[AttentionBatch]:
-    """Make `batch` the one the wrapped layers read, for the duration of the
-    block (in this thread only); the previous one is restored afterwards."""
-    token = _ACTIVE_BATCH.set(batch)
-    try:
-        yield batch
-    finally:
-        _ACTIVE_BATCH.reset(token)
-
-
-def active_batch() -> AttentionBatch:
-    batch = _ACTIVE_BATCH.get()
-    if batch is None:
-        raise RuntimeError(
-            "The SLA attention was called outside SyntaxAwareTransformer.forward, "
-            "which provides its masks."
-        )
-    return batch
 

@@ -1,8 +1,9 @@
 """A Hugging Face encoder with syntax-aware attention: SLA in some or all of
 its layers, optionally a supervised parent-attention head (LISA) and a
 syntax-guided layer on top (SG-Net)."""
+import threading
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Type
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
 
 import torch
 from torch import nn
@@ -10,12 +11,11 @@ from transformers import AutoModel, PretrainedConfig, PreTrainedModel
 
 from ..data_classes import ParentAttention
 from ..errors import Errors
-from .attention_batch import AttentionBatch, attending
-from .attention_paths import DEFAULT_PATHS, AttentionPaths
+from .attention_batch import AttentionBatch
 from .family_adapters import FamilyAdapter, attention_family, unsupported_positions_reason
-from .syntax_aware_attention import SyntaxAwareAttention
+from .prediction_schedule import MATERIALISE_UP_TO, width_order
+from .syntax_aware_attention import GatedAttention, SyntaxAwareAttention, gated_attention
 from .syntax_guided import SyntaxGuidedLayer
-from .width_groups import width_order
 
 LocalBiasFactory = Callable[[PretrainedConfig], nn.Module]
 
@@ -76,9 +76,9 @@ class SyntaxAwareTransformer(nn.Module):
         make_layer_bias); None for boolean local masks.
     syntax_guided: add SG-Net's syntax-guided layer on top of the encoder.
     parent_attention: supervise one head of one layer with the parents (LISA).
-    attention_paths: how the layers compute their attention (AttentionPaths);
-        a plain attribute, which the benchmarks set to compare the paths
-        (`computing_by`).
+    gated_attention: how the wrapped layers compute and mix their two
+        branches (SyntaxAwareAttention); production's unless a benchmark or
+        a test compares another formulation.
 
     forward takes the usual encoder inputs plus the batch's syntax inputs
     (see SyntaxInputs.to_torch); a missing input means global attention.
@@ -86,8 +86,11 @@ class SyntaxAwareTransformer(nn.Module):
     is attached to the output as `auxiliary_loss`; with record_gates, the
     gate values as `gates` (attributes, not output keys, so that
     spacy-transformers does not treat them as tensor outputs). Everything a
-    forward pass reads or reports belongs to that call, so several threads
-    may run the same module at once (in eval mode).
+    forward pass reads or reports belongs to that call (its AttentionBatch),
+    which the wrapped layers get for the duration of the encoder's call
+    (`attending`): threads that share one model take turns in the encoder
+    (a lock of the model; torch parallelises within each call), and never
+    see each other's batches.
     """
 
     def __init__(
@@ -97,10 +100,9 @@ class SyntaxAwareTransformer(nn.Module):
         local_bias: Optional[LocalBiasFactory] = None,
         syntax_guided: bool = False,
         parent_attention: Optional[ParentAttention] = None,
-        attention_paths: AttentionPaths = DEFAULT_PATHS,
+        gated_attention: GatedAttention = gated_attention,
     ):
         super().__init__()
-        self.attention_paths = attention_paths
         config = transformer.config
         family = attention_family(config)
         layers = family.layers(transformer)
@@ -119,9 +121,44 @@ class SyntaxAwareTransformer(nn.Module):
                 local=local,
                 local_bias=local_bias(config) if local and local_bias is not None else None,
                 supervised_head=self.parent_attention.head if index == supervised_layer else None,
+                gated_attention=gated_attention,
             )
             setattr(holder, family.attribute, replacement)
         self.guided_layer = SyntaxGuidedLayer(config) if syntax_guided else None
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """nn.Module's state without the lock (which neither copies nor
+        pickles); a copy gets its own."""
+        state = super().__getstate__()
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._lock = threading.RLock()
+
+    def wrapped_modules(self) -> List[SyntaxAwareAttention]:
+        """The encoder's wrapped attention modules, gated or supervised."""
+        return [module for module in self.transformer.modules() if isinstance(module, SyntaxAwareAttention)]
+
+    @contextmanager
+    def attending(self, batch: AttentionBatch) -> Iterator[AttentionBatch]:
+        """Bind `batch` to the wrapped attention modules for the duration of
+        the block, under the model's lock: another thread's forward pass
+        waits for the block's end, and a forward pass nested in the block
+        (the same thread) binds its own batch and gives the outer one back
+        afterwards."""
+        with self._lock:
+            modules = self.wrapped_modules()
+            previous = [module.bound_batch for module in modules]
+            for module in modules:
+                module.bound_batch = batch
+            try:
+                yield batch
+            finally:
+                for module, bound in zip(modules, previous):
+                    module.bound_batch = bound
 
     @classmethod
     def from_config(cls, config: PretrainedConfig, **options) -> "SyntaxAwareTransformer":
@@ -184,7 +221,7 @@ class SyntaxAwareTransformer(nn.Module):
         order = self._prediction_order(attention_mask, local_mask, local_restricted, output_attentions)
         if order is not None:
             # Prediction on the CPU reads each group of similar length as
-            # a block of the batch (width_groups.width_order); the outputs go
+            # a block of the batch (prediction_schedule.width_order); the outputs go
             # back to the callers' order below.
             input_ids, attention_mask, token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted = (
                 None if tensor is None else tensor.index_select(0, order.to(tensor.device))
@@ -199,11 +236,9 @@ class SyntaxAwareTransformer(nn.Module):
         if output_attentions:
             inputs["output_attentions"] = True
         batch = AttentionBatch.from_inputs(
-            attention_mask, local_mask, local_buckets, parent_targets, record_gates, local_restricted,
-            paths=self.attention_paths,
+            attention_mask, local_mask, local_buckets, parent_targets, record_gates, local_restricted
         )
-        # The wrapped layers read this call's batch, in this thread only.
-        with attending(batch):
+        with self.attending(batch):
             output = self.transformer(**inputs)
         if self.guided_layer is not None:
             output.last_hidden_state = self.guided_layer(
@@ -241,11 +276,11 @@ class SyntaxAwareTransformer(nn.Module):
     ) -> Optional[torch.Tensor]:
         """The order in which prediction runs the batch (width_order), or
         None to keep the callers' order: in training, on a GPU, without a
-        boolean mask and its flags, when the layers attend otherwise, or for
-        inputs short enough to mix the probability matrices (their path has
-        no groups)."""
+        boolean mask and its flags, with output_attentions, or for inputs
+        short enough to mix the probability matrices (their path has no
+        groups)."""
         if (
-            attention_mask.shape[1] <= self.attention_paths.materialise_up_to
+            attention_mask.shape[1] <= MATERIALISE_UP_TO
             or local_mask is None
             or local_restricted is None
             or attention_mask.device.type != "cpu"
@@ -254,23 +289,7 @@ class SyntaxAwareTransformer(nn.Module):
             or output_attentions
         ):
             return None
-        return width_order(attention_mask, local_restricted, self.attention_paths)
-
-
-@contextmanager
-def computing_by(module: nn.Module, paths: AttentionPaths) -> Iterator[None]:
-    """Within the block, every SyntaxAwareTransformer in `module` (itself
-    included) computes its attention by `paths`; each gets its own paths
-    back afterwards."""
-    transformers = [part for part in module.modules() if isinstance(part, SyntaxAwareTransformer)]
-    previous = [transformer.attention_paths for transformer in transformers]
-    for transformer in transformers:
-        transformer.attention_paths = paths
-    try:
-        yield
-    finally:
-        for transformer, own in zip(transformers, previous):
-            transformer.attention_paths = own
+        return width_order(attention_mask, local_restricted)
 
 
 def _restore_order(output: Dict, restore: torch.Tensor) -> None:

@@ -78,10 +78,6 @@ class SLATransformerModel(Model):
     a function, which thinc never serializes) and the hooks that spaCy and
     spacy-transformers call. What a batch produces besides the transformer
     output (gates, the parent-attention loss) is in the batch output.
-
-    whole_doc_masks: runtime state, never serialized: whether the masks of
-    a SyntaxMask are sliced from their whole Docs' masks (build_syntax_inputs);
-    False builds them span by span, for comparison.
     """
 
     def __init__(
@@ -137,7 +133,6 @@ class SLATransformerModel(Model):
             },
         )
         self.settings = settings
-        self.whole_doc_masks = True
 
     @property
     def tokenizer(self):
@@ -182,7 +177,6 @@ class SLATransformerModel(Model):
             on_missing_parse=self.settings.on_missing_parse,
             piece_strings=wordpieces.strings,
             warned=self.given_warnings,
-            whole_doc_masks=self.whole_doc_masks,
         )
 
     @property

@@ -7,6 +7,34 @@ from typing import Optional, Tuple
 
 import torch
 
+from .attention_batch import AttentionBatch
+
+
+def two_branch_attention(
+    batch: AttentionBatch,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    gate: torch.Tensor,
+    local: torch.Tensor,
+    score_bias: Optional[torch.Tensor],
+    dropout: float,
+) -> torch.Tensor:
+    """The mixed context of a gated layer in training, (batch, heads, n,
+    head_size), through TwoBranchAttention: one score matrix, and only the
+    scores and the boolean keep masks kept for backward. local: the batch's
+    boolean local mask or an additive bias (padding keys hidden); gate:
+    (batch, n_gates, n, 1); score_bias: the model's position term of the
+    scores, or None."""
+    if local.dtype == torch.bool:
+        local_offsets, empty_rows = batch.logit_offsets(torch.float32, local=True), batch.empty_local_rows()
+    else:
+        local_offsets, empty_rows = local, None
+    global_offsets = batch.logit_offsets(query.dtype)
+    if score_bias is not None:
+        global_offsets = score_bias.to(query.dtype) + global_offsets
+    return TwoBranchAttention.apply(query, key, value, gate, global_offsets, local_offsets, empty_rows, dropout)
+
 
 def drop_out_pair(
     global_probs: torch.Tensor, local_probs: torch.Tensor, dropout: float
@@ -155,7 +183,7 @@ class TwoBranchAttention(torch.autograd.Function):
         logits = scores.float()
         global_probs = torch.softmax(logits, -1)
         # Each local row is normalised by its own largest visible score
-        # (see SyntaxAwareAttention._attend_with_probabilities): none underflows to zeros.
+        # (see probabilities.attention_probabilities): none underflows to zeros.
         local_logits = logits + local
         local_probs = torch.softmax(local_logits, -1)
         if empty_local_rows is not None:

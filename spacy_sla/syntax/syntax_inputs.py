@@ -78,7 +78,7 @@ class SyntaxInputs:
         piece of the span (padding excluded: every branch hides it anyway);
         None without a boolean local mask. Where it hides nothing, the local
         branch computes exactly the global attention, which prediction need
-        not compute twice (layers/syntax_aware_attention.py)."""
+        not compute twice (layers/prediction.py)."""
         if self.local_mask is None:
             return None
         restricted = (not self.local_mask[i, :n, :n].all() for i, n in enumerate(self.lengths))
@@ -242,7 +242,6 @@ def build_syntax_inputs(
     on_missing_parse: str = "error",
     piece_strings: Optional[Sequence[Sequence[str]]] = None,
     warned: Optional[Set[str]] = None,
-    whole_doc_masks: bool = True,
 ) -> SyntaxInputs:
     """The SyntaxInputs of a batch of spans.
 
@@ -258,13 +257,10 @@ def build_syntax_inputs(
         for builders with the per-piece "authors" punctuation rule.
     warned: the codes of the warnings the calling component has given
         already; warnings given once per component are added to it.
-    whole_doc_masks: slice the masks of a WholeDocBuilder from their whole Docs'
-        masks, computed together (faster); False: every span's mask from the
-        builder's call, span by span (for comparison).
     """
     with shared_doc_trees() as batch:
         inputs = _build(
-            spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse, piece_strings, whole_doc_masks
+            spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse, piece_strings
         )
         n_non_forest = batch.non_forest_docs()
     if n_non_forest and (warned is None or "SLA-W003" not in warned):
@@ -284,7 +280,6 @@ def _build(
     parents: bool,
     on_missing_parse: str,
     piece_strings: Optional[Sequence[Sequence[str]]],
-    whole_doc_masks: bool,
 ) -> SyntaxInputs:
     policy = _MissingParsePolicy(on_missing_parse)
     pairs = span_piece_pairs(spans, align, n_pieces) if spans else []
@@ -300,7 +295,7 @@ def _build(
             # global attention.
             special = local.n_buckets - 1
             inputs.local_buckets = numpy.full((n_spans, n_pieces, n_pieces), special, dtype=numpy.int16)
-        batched = _whole_doc_masks(local, spans) if whole_doc_masks else [None] * n_spans
+        batched = _whole_doc_masks(local, spans)
         for i, span in enumerate(spans):
             matrix = batched[i] if batched[i] is not None else policy.call(local, span)
             if matrix is None:

@@ -8,11 +8,12 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
-from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer
+from spacy_sla.layers import SyntaxAwareTransformer
 from spacy_sla.variants.depscale import DependencyScale
 from spacy_sla.variants.logthreshold import ThresholdLogBiasLayer
 from spacy_sla.variants.softbias import DistanceBucketBias
 
+from reference import reference_gated_attention
 from util import ENCODER_SIZES, tiny_encoder
 
 # Every model type of ATTENTION_FAMILIES, and BERT with a position term in
@@ -22,24 +23,20 @@ WRAPPED_FAMILIES = [
     "bert", "bert-relative_key_query", "roberta", "xlm-roberta", "camembert", "electra", "distilbert", "mpnet",
     "albert", "deberta-v2", "modernbert",
 ]
-# The computation paths whose numerics differ: the defaults (prediction: the
-# mixed probability matrices on the CPU in float32, else two SDPA calls;
-# training: TwoBranchAttention), two SDPA calls in prediction at any
-# length, the materialised probabilities of output_attentions and score
-# transforms, two SDPA calls in training.
-PATHS = {
-    "default": AttentionPaths(),
-    "sdpa-prediction": AttentionPaths(materialise_up_to=0),
-    "materialised": AttentionPaths(fused_attention=False),
-    "two-sdpa-training": AttentionPaths(memory_saving_training=False),
+# The computations whose numerics differ, as the inputs choose them:
+# prediction mixes the probability matrices on the CPU in float32 up to
+# MATERIALISE_UP_TO pieces (the edge batch) and calls SDPA beyond (the long
+# edge batch) and in half precision; training runs TwoBranchAttention;
+# output_attentions (and score transforms) materialise the probabilities,
+# in both. The reference (tests/reference.py) is what they all compute.
+COMPUTATIONS = {
+    "default": {},
+    "long": {"long": True},
+    "materialised": {"output_attentions": True},
 }
-# The paths each kind of call can take: prediction mixes the probability
-# matrices on the CPU in float32 up to materialise_up_to pieces, else calls
-# SDPA twice; training runs TwoBranchAttention or two SDPA calls; the
-# materialised probabilities serve both.
-PREDICTION_PATHS = ("default", "sdpa-prediction", "materialised")
-TRAINING_PATHS = ("default", "materialised", "two-sdpa-training")
-N_SEQUENCES, N_PIECES = 3, 12
+PREDICTIONS = ("default", "long", "materialised")
+TRAININGS = ("default", "materialised")
+N_SEQUENCES, N_PIECES, LONG_PIECES = 3, 12, 140
 
 
 def model_type(family: str) -> str:
@@ -66,31 +63,36 @@ def family_encoder(family: str, weight_scale: float = 1.0) -> torch.nn.Module:
     return model
 
 
-def edge_batch(device: str = "cpu") -> Dict[str, torch.Tensor]:
-    """input_ids, attention_mask and local_mask of three sequences of 12 pieces:
+def edge_batch(device: str = "cpu", long: bool = False) -> Dict[str, torch.Tensor]:
+    """input_ids, attention_mask and local_mask of three sequences of 12
+    pieces (with `long`, LONG_PIECES, beyond MATERIALISE_UP_TO):
     0: each piece sees only itself locally (every other key hidden);
     1: a random mask, padded after 7 pieces, whose piece 3 sees no key at
        all locally (its local branch is zero);
-    2: two real pieces, then ten of padding, far beyond ModernBERT's window
-       of two pieces either side (a padding query whose window holds no
-       real key)."""
+    2: two real pieces, then padding, far beyond ModernBERT's window of two
+       pieces either side (a padding query whose window holds no real
+       key)."""
+    n_pieces = LONG_PIECES if long else N_PIECES
     generator = torch.Generator().manual_seed(1)
-    input_ids = torch.randint(5, 30, (N_SEQUENCES, N_PIECES), generator=generator)
-    attention_mask = torch.ones(N_SEQUENCES, N_PIECES, dtype=torch.long)
+    input_ids = torch.randint(5, 30, (N_SEQUENCES, n_pieces), generator=generator)
+    attention_mask = torch.ones(N_SEQUENCES, n_pieces, dtype=torch.long)
     attention_mask[1, 7:] = 0
     attention_mask[2, 2:] = 0
-    local_mask = (torch.rand(N_SEQUENCES, N_PIECES, N_PIECES, generator=generator) < 0.3) | torch.eye(N_PIECES, dtype=torch.bool)
-    local_mask[0] = torch.eye(N_PIECES, dtype=torch.bool)
+    local_mask = (torch.rand(N_SEQUENCES, n_pieces, n_pieces, generator=generator) < 0.3) | torch.eye(n_pieces, dtype=torch.bool)
+    local_mask[0] = torch.eye(n_pieces, dtype=torch.bool)
     local_mask[1, 3] = False
     batch = {"input_ids": input_ids, "attention_mask": attention_mask, "local_mask": local_mask}
     return {name: tensor.to(device) for name, tensor in batch.items()}
 
 
-def sla_encoder(family: str, weight_scale: float = 1.0, paths: AttentionPaths = PATHS["default"], **options) -> SyntaxAwareTransformer:
+def sla_encoder(family: str, weight_scale: float = 1.0, **options) -> SyntaxAwareTransformer:
     """The family's encoder with SLA in every layer (options: those of
-    SyntaxAwareTransformer), its gates drawn so that they differ between
-    tokens (they start at 0.5 everywhere)."""
-    sla = SyntaxAwareTransformer(family_encoder(family, weight_scale), attention_paths=paths, **options).eval()
+    SyntaxAwareTransformer; `reference`: computing its local branches by
+    the reference), its gates drawn so that they differ between tokens
+    (they start at 0.5 everywhere)."""
+    if options.pop("reference", False):
+        options["gated_attention"] = reference_gated_attention
+    sla = SyntaxAwareTransformer(family_encoder(family, weight_scale), **options).eval()
     generator = torch.Generator().manual_seed(5)
     with torch.no_grad():
         for module in sla.sla_modules():
@@ -104,6 +106,7 @@ def run(
     dtype: torch.dtype,
     gradients: bool,
     extra_inputs: Optional[Dict[str, torch.Tensor]] = None,
+    output_attentions: bool = False,
 ) -> Tuple[torch.Tensor, Optional[Dict[str, torch.Tensor]]]:
     """The last hidden states in float32 (every piece, padding included),
     under autocast to `dtype` (none for float32), and with `gradients` each
@@ -115,6 +118,8 @@ def run(
     inputs = dict(batch)
     if not isinstance(model, SyntaxAwareTransformer):
         inputs.pop("local_mask")
+    elif output_attentions:
+        inputs["output_attentions"] = True
     inputs.update(extra_inputs or {})
     autocast = nullcontext() if dtype == torch.float32 else torch.autocast(device_type, dtype=dtype)
     with torch.set_grad_enabled(gradients), autocast:
@@ -197,26 +202,34 @@ def autocast_deviations(family: str, dtype: torch.dtype, device: str = "cpu") ->
     return failures
 
 
+def run_computation(
+    model: torch.nn.Module, name: str, dtype: torch.dtype, gradients: bool, device: str = "cpu"
+) -> Tuple[torch.Tensor, Optional[Dict[str, torch.Tensor]]]:
+    """run on the edge batch (long or not) by one of COMPUTATIONS."""
+    options = dict(COMPUTATIONS[name])
+    batch = edge_batch(device, long=options.pop("long", False))
+    return run(model, batch, dtype, gradients, **options)
+
+
 def not_finite_on_every_path(family: str, dtype: torch.dtype, device: str = "cpu", weight_scale: float = 40.0) -> Dict[str, List[str]]:
-    """What is not finite, per path, under autocast to `dtype` with scores
-    spread over hundreds (weights 40 times their initial scale): prediction
-    on each path it can take in half precision (SDPA, or the materialised
-    probabilities) and training with dropout on every training path; the
-    states of every piece (padding included: they are the next layer's
-    values) and every gradient. {} when everything is finite; "family" when
-    the unwrapped family itself is not."""
-    batch = edge_batch(device)
+    """What is not finite, per computation, under autocast to `dtype` with
+    scores spread over hundreds (weights 40 times their initial scale):
+    prediction on each computation (SDPA on either batch, in half
+    precision, or the materialised probabilities) and training with
+    dropout on each; the states of every piece (padding included: they
+    are the next layer's values) and every gradient. {} when everything is
+    finite; "family" when the unwrapped family itself is not."""
     found = {}
-    plain = all_finite(*run(family_encoder(family, weight_scale).to(device), batch, dtype, True))
+    plain = all_finite(*run(family_encoder(family, weight_scale).to(device), edge_batch(device), dtype, True))
     if plain:
         found["family"] = plain
-    for name in ("default", "materialised"):
-        bad = all_finite(*run(sla_encoder(family, weight_scale, PATHS[name]).to(device), batch, dtype, False))
+    for name in PREDICTIONS:
+        bad = all_finite(*run_computation(sla_encoder(family, weight_scale).to(device), name, dtype, False, device))
         if bad:
             found[f"prediction, {name}"] = bad
-    for name in TRAINING_PATHS:
+    for name in TRAININGS:
         torch.manual_seed(0)
-        bad = all_finite(*run(sla_encoder(family, weight_scale, PATHS[name]).to(device).train(), batch, dtype, True))
+        bad = all_finite(*run_computation(sla_encoder(family, weight_scale).to(device).train(), name, dtype, True, device))
         if bad:
             found[f"training, {name}"] = bad
     return found

@@ -13,11 +13,10 @@ import pytest
 import torch
 from torch.nn import functional
 
-from spacy_sla.layers import syntax_aware_attention
+from spacy_sla.layers import prediction, syntax_aware_attention
 from spacy_sla.layers.two_branch import TwoBranchAttention
 
 from .family_batches import (
-    PATHS,
     WRAPPED_FAMILIES,
     all_finite,
     autocast_deviations,
@@ -118,7 +117,8 @@ def test_masks_gates_and_biases_are_on_the_models_device_and_in_its_dtype(name, 
     its float32 logits) or the query's, and every one of them, every gate
     and every local bias is on the GPU."""
     sdpa_calls: List[Dict[str, torch.Tensor]] = []
-    monkeypatch.setattr(syntax_aware_attention, "F", RecordingFunctional(sdpa_calls))
+    for module in (syntax_aware_attention, prediction):  # the modules of SLA's SDPA calls
+        monkeypatch.setattr(module, "F", RecordingFunctional(sdpa_calls))
     two_branch_calls: List[tuple] = []
     original_apply = TwoBranchAttention.apply
 
@@ -128,8 +128,7 @@ def test_masks_gates_and_biases_are_on_the_models_device_and_in_its_dtype(name, 
 
     monkeypatch.setattr(TwoBranchAttention, "apply", recording_apply)
     batch = edge_batch(CUDA)
-    # two SDPA calls in prediction also on the CPU, where the materialised path would serve float32
-    sla, extra = encoder_and_inputs(name, batch, paths=PATHS["sdpa-prediction"])
+    sla, extra = encoder_and_inputs(name, batch)  # prediction on a GPU: two SDPA calls
     gates: List[torch.Tensor] = []
     biases: List[torch.Tensor] = []
     hooks = [module.gate.register_forward_hook(lambda module, args, output: gates.append(output)) for module in sla.sla_modules()]

@@ -13,9 +13,7 @@ from spacy_sla.layers import ATTENTION_FAMILIES
 from spacy_sla.layers.attention_batch import hidden_offset
 
 from .family_batches import (
-    PATHS,
-    PREDICTION_PATHS,
-    TRAINING_PATHS,
+    COMPUTATIONS,
     WRAPPED_FAMILIES,
     all_finite,
     autocast_deviations,
@@ -60,19 +58,19 @@ def test_the_families_cover_every_model_type_sla_wraps():
 
 
 @pytest.mark.parametrize("family", WRAPPED_FAMILIES)
-def test_every_path_gives_the_same_float32_outputs_and_gradients_on_the_edge_batch(family):
+def test_every_computation_gives_the_references_float32_outputs_and_gradients_on_the_edge_batch(family):
     """The reference of the comparisons below; a row that sees no key
-    locally gets a zero local branch on every path."""
-    batch = edge_batch()
-    real = batch["attention_mask"].bool()
-    predicted = {name: run(sla_encoder(family, 8.0, PATHS[name]), batch, torch.float32, False)[0] for name in PREDICTION_PATHS}
-    trained = {name: run(sla_encoder(family, 8.0, PATHS[name]), batch, torch.float32, True) for name in TRAINING_PATHS}
-    for name in PREDICTION_PATHS:
-        assert torch.allclose(predicted[name][real], predicted["default"][real], atol=1e-5), name
-    states, grads = trained["default"]
-    for name, (other_states, other_grads) in trained.items():
-        assert torch.allclose(other_states[real], states[real], atol=1e-5), name
-        assert gradient_error(other_grads, grads) < 1e-5, name
+    locally gets a zero local branch in every computation."""
+    for long in (False, True):
+        batch = edge_batch(long=long)
+        real = batch["attention_mask"].bool()
+        expected, expected_grads = run(sla_encoder(family, 8.0, reference=True), batch, torch.float32, True)
+        for name in ("default", "materialised"):
+            predicted = run(sla_encoder(family, 8.0), batch, torch.float32, False, **COMPUTATIONS[name])[0]
+            assert torch.allclose(predicted[real], expected[real], atol=1e-5), (name, long)
+            states, grads = run(sla_encoder(family, 8.0), batch, torch.float32, True, **COMPUTATIONS[name])
+            assert torch.allclose(states[real], expected[real], atol=1e-5), (name, long)
+            assert gradient_error(grads, expected_grads) < 1e-5, (name, long)
 
 
 @pytest.mark.parametrize("dtype", HALF_TYPES, ids=HALF_IDS)

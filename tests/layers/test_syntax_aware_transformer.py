@@ -1,14 +1,17 @@
 """SyntaxAwareTransformer: which layers it wraps, what it refuses, its outputs
-(attentions, gradients) and the attention paths it computes by."""
+(attentions, gradients), and the computation it gives its layers."""
 import pytest
 import torch
 from transformers import BertConfig, BertModel
 
 from spacy_sla.data_classes import ParentAttention
-from spacy_sla.layers import AttentionPaths, SyntaxAwareTransformer, computing_by
+from spacy_sla.layers import SyntaxAwareTransformer, gated_attention
 from spacy_sla.layers.family_adapters import BertStyleSelfAttention
+from spacy_sla.variants.softbias import DistanceBucketBias
 
 from .encoders import sla_output
+from .masked_batches import reference_encoder
+from reference import reference_gated_attention
 from util import ENCODER_SIZES as SIZES
 from util import batch_inputs, random_local_mask, tiny_encoder, vanilla_output
 
@@ -88,42 +91,28 @@ def test_gradients_reach_the_gates_and_the_encoder():
 
 @pytest.mark.parametrize("local", ["mask", "bias", "none"])
 @pytest.mark.parametrize("output_attentions", [False, True])
-def test_the_fused_and_the_shared_exponent_paths_agree(local, output_attentions):
-    """Two fused SDPA calls and the materialised path (one score matrix with a
-    shared exponent, used for output_attentions) compute the same attention."""
-    from spacy_sla.variants.softbias import DistanceBucketBias
-
-    model = tiny_encoder("bert")
+def test_the_outputs_are_the_references_with_and_without_attentions(local, output_attentions):
+    """The layers' own computation, and the materialised probabilities of
+    output_attentions, give what the reference gives."""
     bias = (lambda config: DistanceBucketBias(config.num_attention_heads, 5)) if local == "bias" else None
-    sla = SyntaxAwareTransformer(model, local_bias=bias).eval()
+    sla = SyntaxAwareTransformer(tiny_encoder("bert"), local_bias=bias).eval()
     if local == "bias":
         for module in sla.sla_modules():
             torch.nn.init.normal_(module.local_bias.bias, std=2.0)
+    reference = reference_encoder(sla, tiny_encoder("bert"), local_bias=bias)
     input_ids, attention_mask = batch_inputs()
     inputs = {"mask": {"local_mask": random_local_mask()}, "bias": {"local_buckets": torch.randint(0, 5, (2, 9, 9))}, "none": {}}[local]
-    outputs = {}
-    for fused in (True, False):
-        sla.attention_paths = AttentionPaths(fused_attention=fused)
-        with torch.no_grad():
-            outputs[fused] = sla(input_ids, attention_mask, **inputs).last_hidden_state
+    with torch.no_grad():
+        output = sla(input_ids, attention_mask, output_attentions=output_attentions, **inputs).last_hidden_state
+        expected = reference(input_ids, attention_mask, **inputs).last_hidden_state
     real = attention_mask.bool()[..., None]
-    assert torch.allclose(outputs[True] * real, outputs[False] * real, atol=1e-5)
+    assert torch.allclose(output * real, expected * real, atol=1e-5)
 
 
-def test_computing_by_sets_the_paths_of_every_encoder_within_and_restores_them():
-    inner = SyntaxAwareTransformer(tiny_encoder("bert"), attention_paths=AttentionPaths(materialise_up_to=0))
-    other = SyntaxAwareTransformer(tiny_encoder("bert"))
-    outer = torch.nn.ModuleList([inner, other])
-    training = AttentionPaths(memory_saving_training=False)
-    with computing_by(outer, training):
-        assert inner.attention_paths is training and other.attention_paths is training
-    assert inner.attention_paths == AttentionPaths(materialise_up_to=0) and other.attention_paths == AttentionPaths()
-    with pytest.raises(KeyError):
-        with computing_by(inner, training):
-            raise KeyError("inside")
-    assert inner.attention_paths == AttentionPaths(materialise_up_to=0)
-    with computing_by(tiny_encoder("bert"), training):  # a plain encoder: nothing to set
-        pass
+def test_the_layers_compute_by_the_function_given_at_construction():
+    sla = SyntaxAwareTransformer(tiny_encoder("bert"), sla_layers=[0, 2], gated_attention=reference_gated_attention)
+    assert [module.gated_attention for module in sla.wrapped_modules()] == [reference_gated_attention] * 2
+    assert all(module.gated_attention is gated_attention for module in SyntaxAwareTransformer(tiny_encoder("bert")).wrapped_modules())
 
 
 def test_invalid_parent_attention_is_refused():

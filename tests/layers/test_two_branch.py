@@ -8,29 +8,36 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from spacy_sla.layers import AttentionBatch, AttentionPaths, SyntaxAwareAttention, attending, two_branch
+from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, two_branch
 from spacy_sla.variants.softbias import DistanceBucketBias
 
 N_HEADS, HEAD_SIZE, N_PIECES = 4, 8, 9
 HIDDEN = N_HEADS * HEAD_SIZE
 
 
-def previous_attend(module: SyntaxAwareAttention, batch: AttentionBatch, hidden, query, key, value) -> torch.Tensor:
+def two_sdpa_calls(batch, query, key, value, gate, local, score_bias, dropout: float) -> torch.Tensor:
     """The formulation before TwoBranchAttention (and before the cached
-    additive mask): two SDPA calls on the boolean mask or the bias, each with
-    F.dropout's own draw, mixed with lerp before merging the heads."""
-    dropout = module.dropout_prob if module.training else 0.0
-    local = module.local_attention_mask(batch, query.dtype, hidden)
+    additive mask), with the signature of the production's gated attention:
+    two SDPA calls on the boolean mask or the bias, each with F.dropout's
+    own draw, mixed with lerp before merging the heads."""
+    assert score_bias is None
     global_context = F.scaled_dot_product_attention(query, key, value, attn_mask=batch.global_mask, dropout_p=dropout)
     local_context = F.scaled_dot_product_attention(query, key, value, attn_mask=local, dropout_p=dropout)
+    return torch.lerp(global_context, local_context, gate.to(global_context.dtype))
+
+
+def previous_attend(module: SyntaxAwareAttention, batch: AttentionBatch, hidden, query, key, value) -> torch.Tensor:
+    """The layer's attention by two_sdpa_calls."""
+    dropout = module.dropout_prob if module.training else 0.0
+    local = module.local_input(batch, query.dtype, hidden)
     gate = torch.sigmoid(module.gate(hidden)).transpose(1, 2)[..., None]
-    return module.merge_heads(torch.lerp(global_context, local_context, gate))
+    return module.merge_heads(two_sdpa_calls(batch, query, key, value, gate, local, None, dropout))
 
 
 def explicit_with_masks(module, batch, hidden, query, key, value, keeps: List[torch.Tensor], dropout: float):
     """The two branches written out with given dropout masks (autograd
     differentiates this one)."""
-    local = module.local_attention_mask(batch, query.dtype, hidden)
+    local = module.local_input(batch, query.dtype, hidden)
     scores = query @ key.transpose(-1, -2) / math.sqrt(HEAD_SIZE)
     global_probs = scores.masked_fill(~batch.global_mask, float("-inf")).softmax(-1)
     if local.dtype == torch.bool:
@@ -89,8 +96,8 @@ def test_eval_outputs_equal_the_previous_formulation(kind):
     module = make_module(kind, dropout=0.3).eval()
     batch = make_batch(kind)
     hidden, (query, key, value) = make_inputs()
-    with torch.no_grad(), attending(batch):
-        context, _ = module.attend(hidden, query, key, value)
+    with torch.no_grad():
+        context, _ = module.attend(batch, hidden, query, key, value)
         expected = previous_attend(module, batch, hidden, query, key, value)
     assert torch.allclose(context, expected, atol=1e-6)
 
@@ -102,11 +109,10 @@ def test_training_gradients_equal_the_previous_formulation_without_dropout(kind,
         module = make_module(kind, dropout=0.0, per_head_gates=per_head_gates).train()
         batch = make_batch(kind)
         hidden, (query, key, value) = make_inputs()
-        with attending(batch):
-            if formulation == "new":
-                context, _ = module.attend(hidden, query, key, value)
-            else:
-                context = previous_attend(module, batch, hidden, query, key, value)
+        if formulation == "new":
+            context, _ = module.attend(batch, hidden, query, key, value)
+        else:
+            context = previous_attend(module, batch, hidden, query, key, value)
         weights = torch.randn(context.shape, generator=torch.Generator().manual_seed(9))
         (context * weights * real_rows(batch)).sum().backward()
         grads = [query.grad, key.grad, value.grad, module.gate.weight.grad, module.gate.bias.grad]
@@ -141,8 +147,7 @@ def test_with_dropout_each_branch_draws_its_own_mask_and_backward_uses_them(kind
     module = make_module(kind, dropout).train()
     batch = make_batch(kind)
     hidden, (query, key, value) = make_inputs()
-    with attending(batch):
-        context, _ = module.attend(hidden, query, key, value)
+    context, _ = module.attend(batch, hidden, query, key, value)
     weights = torch.randn(context.shape, generator=torch.Generator().manual_seed(9))
     (context * weights).sum().backward()
     new_grads = [t.grad.clone() for t in (query, key, value, module.gate.weight)]
@@ -156,17 +161,17 @@ def test_with_dropout_each_branch_draws_its_own_mask_and_backward_uses_them(kind
     # the same masks through plain autograd give the same output and gradients
     for tensor in (query, key, value, module.gate.weight):
         tensor.grad = None
-    with attending(batch):
-        expected = explicit_with_masks(module, batch, hidden, query, key, value, [global_keep, local_keep], dropout)
+    expected = explicit_with_masks(module, batch, hidden, query, key, value, [global_keep, local_keep], dropout)
     (expected * weights).sum().backward()
     assert torch.allclose(context, expected, atol=1e-5)
     for new, reference in zip(new_grads, (query.grad, key.grad, value.grad, module.gate.weight.grad)):
         assert torch.allclose(new, reference, atol=1e-5), (new - reference).abs().max()
 
 
-def saved_square_bytes(module, batch, n_pieces: int, dropout: float) -> int:
+def saved_square_bytes(attention, n_pieces: int) -> int:
     """Bytes of the (.., n, n)-shaped tensors autograd keeps for backward in
-    one attention call, each storage counted once."""
+    one call of attention(hidden, query, key, value), each storage counted
+    once."""
     hidden, (query, key, value) = make_inputs()
     storages = {}
 
@@ -176,8 +181,8 @@ def saved_square_bytes(module, batch, n_pieces: int, dropout: float) -> int:
             storages[storage.data_ptr()] = storage.nbytes()
         return tensor
 
-    with attending(batch), torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        module.attend(hidden, query, key, value)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        attention(hidden, query, key, value)
     return sum(storages.values())
 
 
@@ -188,21 +193,20 @@ def test_the_memory_saving_path_runs_in_training_and_keeps_less(monkeypatch):
     calls = []
     original_apply = two_branch.TwoBranchAttention.apply
     monkeypatch.setattr(two_branch.TwoBranchAttention, "apply", lambda *args: calls.append(1) or original_apply(*args))
-    new = saved_square_bytes(module, batch, N_PIECES, dropout)
+    new = saved_square_bytes(lambda *inputs: module.attend(batch, *inputs), N_PIECES)
     assert calls == [1]
-    batch.paths = AttentionPaths(memory_saving_training=False)
-    previous = saved_square_bytes(module, batch, N_PIECES, dropout)
+    previous = saved_square_bytes(lambda *inputs: previous_attend(module, batch, *inputs), N_PIECES)
     assert calls == [1]
     elements = 2 * N_HEADS * N_PIECES * N_PIECES
     # the float32 scores and two boolean dropout masks
     assert new == elements * (4 + 1 + 1)
     # two SDPA calls with dropout: per branch, two float tensors
     assert previous == elements * (4 + 4) * 2
-    # prediction takes the fused path
+    # prediction takes its own path
     module.eval()
     hidden, (query, key, value) = make_inputs()
-    with torch.no_grad(), attending(batch):
-        module.attend(hidden, query, key, value)
+    with torch.no_grad():
+        module.attend(batch, hidden, query, key, value)
     assert calls == [1]
 
 
@@ -224,9 +228,8 @@ def test_under_autocast_the_training_path_matches_the_previous_formulation():
     results = {}
     for memory_saving in (True, False):
         torch.manual_seed(0)
-        model = SyntaxAwareTransformer(
-            BertModel(config, add_pooling_layer=False), attention_paths=AttentionPaths(memory_saving_training=memory_saving)
-        ).train()
+        options = {} if memory_saving else {"gated_attention": two_sdpa_calls}
+        model = SyntaxAwareTransformer(BertModel(config, add_pooling_layer=False), **options).train()
         try:
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 output = model(input_ids, attention_mask, local_mask=local_mask).last_hidden_state

@@ -182,20 +182,6 @@ def test_the_layer_scales_the_logits_and_gates_per_head():
     assert (local_probs - global_probs).abs().max() > 1e-2  # the scale does something
 
 
-def test_the_fused_setting_gives_the_same_output():
-    from spacy_sla.layers import AttentionPaths
-
-    sla = with_dependency_scale()
-    input_ids, attention_mask = batch_inputs()
-    buckets = torch.randint(0, 6, (2, 9, 9))
-    outputs = {}
-    for fused in (True, False):
-        sla.attention_paths = AttentionPaths(fused_attention=fused)
-        with torch.no_grad():
-            outputs[fused] = sla(input_ids, attention_mask, local_buckets=buckets).last_hidden_state
-    assert torch.allclose(outputs[True], outputs[False], atol=1e-6)
-
-
 def test_without_syntax_the_layers_are_global_and_gates_are_recorded_per_token():
     sla = with_dependency_scale()
     input_ids, attention_mask = batch_inputs()

@@ -1,16 +1,47 @@
-"""The scheduling of a prediction's local branches on the CPU: which
-sequences need one (those whose boolean mask hides a key), and in which
-groups of similar width they go, each cut to its longest sequence's pieces
-(the fused call's cost grows with the square of the width, and strided
-spans are padded to the batch's longest); the encoder puts each group in a
-block of the batch (width_order)."""
+"""How prediction computes a gated layer, and the measured constants behind
+each of its choices (docs/performance.md): up to which width it mixes the
+two probability matrices instead of calling SDPA twice, which sequences
+need a local branch at all (those whose boolean mask hides a key), and, on
+the CPU, in which groups of similar width they go, each cut to its longest
+sequence's pieces (the fused call's cost grows with the square of the
+width, and strided spans are padded to the batch's longest); the encoder
+puts each group in a block of the batch (width_order).
+
+The constants are fixed: production computes one way per situation, and
+the benchmarks time the alternatives with code of their own
+(benchmarks/attention_alternatives.py)."""
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 import numpy
 import torch
 
-from .attention_paths import AttentionPaths
+# Prediction on the CPU in float32 up to this many pieces (the batch's
+# padded width) mixes the two probability matrices (one score matrix, two
+# softmaxes, one product with V) instead of calling SDPA twice: the CPU's
+# fused kernel is slow on short rows. The component was 3-13 % faster this
+# way on sentences and texts of up to 111 pieces, and no slower up to 140
+# (MiniLM, one and two threads, paired batch by batch;
+# benchmarks/prediction_paths_benchmark.py).
+MATERIALISE_UP_TO = 128
+# Prediction gathers the sequences that need a local branch while they are
+# at most this share of the batch; above it, the index copies of the
+# queries, keys, values and outputs cost more than the rows they spare, and
+# the batched call runs on every sequence (MiniLM on the CPU,
+# benchmarks/local_rows_benchmark.py).
+GATHER_MAX_SHARE = 0.75
+# Prediction on the CPU computes the local branch in at most this many
+# groups of sequences of similar width, each cut to its longest sequence,
+MAX_WIDTH_GROUPS = 3
+# when that spares at least this share of the fused call's work.
+WIDTH_GROUPS_MIN_SAVING = 0.15
+
+
+def materialises(query: torch.Tensor) -> bool:
+    """Whether prediction (no dropout, no gradients) mixes the probability
+    matrices for these queries, (batch, heads, n_pieces, head_size): on the
+    CPU, in float32, up to MATERIALISE_UP_TO pieces."""
+    return query.device.type == "cpu" and query.dtype == torch.float32 and query.shape[-2] <= MATERIALISE_UP_TO
 
 
 @dataclass(frozen=True)
@@ -33,26 +64,22 @@ class WidthGroup:
         return tensor[:, :, : self.width].index_select(0, self.rows)
 
 
-def rows_needing_local(
-    restricted: torch.Tensor, device: torch.device, paths: AttentionPaths
-) -> Optional[torch.Tensor]:
+def rows_needing_local(restricted: torch.Tensor, device: torch.device) -> Optional[torch.Tensor]:
     """AttentionBatch.local_rows: the index of the sequences flagged in
-    `restricted`, or None when more than paths.gather_max_share of them are."""
+    `restricted`, or None when more than GATHER_MAX_SHARE of them are."""
     n_restricted = int(restricted.sum())
-    if n_restricted == len(restricted) or n_restricted > paths.gather_max_share * len(restricted):
+    if n_restricted == len(restricted) or n_restricted > GATHER_MAX_SHARE * len(restricted):
         return None
     return restricted.nonzero().flatten().to(device)
 
 
-def width_groups(
-    real: torch.Tensor, restricted: torch.Tensor, paths: AttentionPaths
-) -> Optional[Tuple[WidthGroup, ...]]:
+def width_groups(real: torch.Tensor, restricted: torch.Tensor) -> Optional[Tuple[WidthGroup, ...]]:
     """AttentionBatch.width_groups: the restricted sequences sorted by
     width (the position after their last real piece) and cut into at most
-    paths.max_width_groups groups so that the sum of count x width**2 is
-    smallest, if that is at most 1 - paths.width_groups_min_saving of what
-    the plain path
-    computes (the restricted rows, or all of them, at the padded width)."""
+    MAX_WIDTH_GROUPS groups so that the sum of count x width**2 is
+    smallest, if that is at most 1 - WIDTH_GROUPS_MIN_SAVING of what one
+    call computes (the restricted rows, or all of them, at the padded
+    width)."""
     rows = restricted.nonzero().flatten()
     if len(rows) == 0:
         return None
@@ -62,9 +89,9 @@ def width_groups(
     widths[~real_rows.any(1).numpy()] = n_pieces
     order = numpy.argsort(widths, kind="stable")
     sorted_widths = widths[order].astype(numpy.float64)
-    n_plain = len(rows) if rows_needing_local(restricted, real.device, paths) is not None else len(restricted)
-    cost, ends = cheapest_cuts(sorted_widths, paths.max_width_groups)
-    if cost > (1.0 - paths.width_groups_min_saving) * n_plain * float(n_pieces) ** 2:
+    n_plain = len(rows) if rows_needing_local(restricted, real.device) is not None else len(restricted)
+    cost, ends = cheapest_cuts(sorted_widths, MAX_WIDTH_GROUPS)
+    if cost > (1.0 - WIDTH_GROUPS_MIN_SAVING) * n_plain * float(n_pieces) ** 2:
         return None
     groups = []
     for start, end in zip([0] + ends[:-1], ends):
@@ -81,13 +108,11 @@ def width_groups(
     return tuple(groups)
 
 
-def width_order(
-    attention_mask: torch.Tensor, restricted: torch.Tensor, paths: AttentionPaths
-) -> Optional[torch.Tensor]:
+def width_order(attention_mask: torch.Tensor, restricted: torch.Tensor) -> Optional[torch.Tensor]:
     """The order of a batch's sequences in which AttentionBatch.width_groups
     are blocks (the restricted sequences by width, then the others), or None
     where there are no groups or the batch is in that order already."""
-    groups = width_groups(attention_mask.bool(), restricted.to("cpu", torch.bool), paths)
+    groups = width_groups(attention_mask.bool(), restricted.to("cpu", torch.bool))
     if groups is None or all(group.block is not None for group in groups):
         return None
     grouped = torch.cat([group.rows.cpu() for group in groups])

@@ -1,0 +1,54 @@
+"""The adapter of DistilBERT's attention."""
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+
+from ...errors import Errors
+from .adapter import FamilyAdapter
+
+
+class DistilBertStyleAttention(FamilyAdapter):
+    """Replaces DistilBERT's `attention` module, which also holds the output
+    projection: the mixing happens before it."""
+
+    attribute = "attention"
+
+    @staticmethod
+    def layers(model: PreTrainedModel) -> nn.ModuleList:
+        return model.transformer.layer
+
+    @staticmethod
+    def holder(layer: nn.Module) -> nn.Module:
+        return layer
+
+    def __init__(self, original: nn.Module, config, **options):
+        super().__init__(original.dim, original.n_heads, config.attention_dropout, config.initializer_range, **options)
+        self.q_lin = original.q_lin
+        self.k_lin = original.k_lin
+        self.v_lin = original.v_lin
+        self.out_lin = original.out_lin
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: Optional[torch.Tensor] = None,
+        head_mask: Optional[torch.Tensor] = None,
+        output_attentions: bool = False,
+        **kwargs,
+    ) -> Tuple[torch.Tensor, ...]:
+        if head_mask is not None:
+            raise ValueError(Errors.E010)
+        context, probs = self.attend(
+            self.batch,
+            query,
+            self.split_heads(self.q_lin(query)),
+            self.split_heads(self.k_lin(key)),
+            self.split_heads(self.v_lin(value)),
+            output_attentions,
+        )
+        context = self.out_lin(context)
+        return (context, probs) if output_attentions else (context,)
