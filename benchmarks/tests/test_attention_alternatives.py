@@ -51,7 +51,7 @@ def test_the_span_by_span_mask_gives_the_whole_doc_masks(tiny_bert):
     chain = parsed_doc(vocab, "a b c d e f g".split(), [1, 2, 3, 4, 5, 6, 6])
     docs = [Doc.from_docs([the_cat_sat(vocab), chain]), chain]
     masks = []
-    for name in ("spacy-sla.syntax_mask.v3", "sla-benchmarks.span_by_span_syntax_mask.v1"):
+    for name in ("spacy-sla.syntax_mask.v1", "sla-benchmarks.span_by_span_syntax_mask.v1"):
         nlp = sla_nlp(tiny_bert, mask={"@misc": name, "threshold": 1, "punct_rule": "spacy"})
         masks.append(nlp.get_pipe("sla_transformer").local_masks(docs))
     assert len(masks[0]) == len(masks[1]) == 2 and not masks[0][0].all()
