@@ -189,3 +189,15 @@ def test_tests_mirror_the_package():
     missing = [str(module) for module in mirrored if not (tests / module.parent / f"test_{module.name}").is_file()]
     share = 1 - len(missing) / len(mirrored)
     assert share >= 0.85, f"{len(mirrored) - len(missing)}/{len(mirrored)} modules have a mirrored test file; missing: {missing}"
+
+
+def test_the_attention_path_reads_no_context_variable():
+    """The layers get a forward pass's masks and settings as arguments
+    (SyntaxAwareTransformer binds the batch to its own modules for the call),
+    never through a context variable or another process-wide switch."""
+    found = [str(path.relative_to(PACKAGE)) for path in sorted((PACKAGE / "layers").rglob("*.py"))
+             if any(isinstance(node, (ast.Import, ast.ImportFrom))
+                    and "contextvars" in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                                          else [node.module or ""])
+                    for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))))]
+    assert found == []
