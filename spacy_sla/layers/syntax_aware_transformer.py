@@ -125,6 +125,8 @@ class SyntaxAwareTransformer(nn.Module):
             )
             setattr(holder, family.attribute, replacement)
         self.guided_layer = SyntaxGuidedLayer(config) if syntax_guided else None
+        # found once, not at every forward pass (a copy's points at its own modules)
+        self._wrapped = tuple(module for module in transformer.modules() if isinstance(module, SyntaxAwareAttention))
         self._lock = threading.RLock()
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -140,7 +142,7 @@ class SyntaxAwareTransformer(nn.Module):
 
     def wrapped_modules(self) -> List[SyntaxAwareAttention]:
         """The encoder's wrapped attention modules, gated or supervised."""
-        return [module for module in self.transformer.modules() if isinstance(module, SyntaxAwareAttention)]
+        return list(self._wrapped)
 
     @contextmanager
     def attending(self, batch: AttentionBatch) -> Iterator[AttentionBatch]:
@@ -150,7 +152,7 @@ class SyntaxAwareTransformer(nn.Module):
         (the same thread) binds its own batch and gives the outer one back
         afterwards."""
         with self._lock:
-            modules = self.wrapped_modules()
+            modules = self._wrapped
             previous = [module.bound_batch for module in modules]
             for module in modules:
                 module.bound_batch = batch
