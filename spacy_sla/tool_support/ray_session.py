@@ -17,6 +17,7 @@ import importlib
 import ipaddress
 import os
 import re
+import time
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
@@ -35,6 +36,9 @@ FORWARD_ENV_VARIABLE = "SPACY_SLA_RAY_FORWARD_ENV"
 _CREDENTIAL_MARK = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL")
 _NOT_A_CREDENTIAL = re.compile(r"TOKENIZER")
 LOOPBACK = "127.0.0.1"
+# How long a cancelled task may take to stop by itself (a KeyboardInterrupt
+# in its worker) before its worker is ended.
+CANCEL_GRACE_SECONDS = 10.0
 LOCAL = "local"  # --ray-address local: a Ray instance on this machine, as --ray alone
 
 
@@ -195,7 +199,8 @@ def run_grid(
     latest), with the outcomes finished so far in the order of `runs` and
     the latest of them, may give a reason to cancel the tasks not finished
     (a failure that they would repeat): those that had not started never
-    run, those running get a KeyboardInterrupt, and each becomes
+    run, those running get a KeyboardInterrupt (their workers are ended if
+    they still run CANCEL_GRACE_SECONDS later), and each becomes
     not_run(run, reason)."""
     working_dir = os.getcwd()
     outcomes: Dict[int, Any] = {}
@@ -208,8 +213,19 @@ def run_grid(
             for position, run in enumerate(runs)
         }
         stopped: Optional[str] = None
+        force_at: Optional[float] = None  # when the tasks a stop cancelled are ended by force
         while pending:
-            (finished,), _ = ray.wait(list(pending), num_returns=1)
+            # a polite cancel that reaches a worker while it is still taking
+            # the task up is lost (a known Ray race): after a grace period
+            # the tasks still pending are ended by force
+            waited = None if force_at is None else max(0.0, force_at - time.monotonic())
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=waited)
+            if not ready:
+                for task in pending:
+                    ray.cancel(task, force=True)
+                force_at = None
+                continue
+            (finished,) = ready
             position = pending.pop(finished)
             try:
                 outcome = ray.get(finished)
@@ -221,6 +237,8 @@ def run_grid(
             report(describe(len(outcomes), len(runs), outcome))
             if stop is not None and stopped is None and pending:
                 stopped = stop([outcomes[done] for done in sorted(outcomes)], outcome)
-                for task in pending if stopped is not None else ():
-                    ray.cancel(task)
+                if stopped is not None:
+                    for task in pending:
+                        ray.cancel(task)
+                    force_at = time.monotonic() + CANCEL_GRACE_SECONDS
     return [outcomes[position] for position in range(len(runs))]

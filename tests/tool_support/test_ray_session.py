@@ -117,3 +117,40 @@ def test_a_stop_reason_cancels_the_tasks_not_finished(ray_instance):
     # the second run was running (2 CPUs), the others waiting: all stopped, none waited out its 120 s
     assert [outcome["status"] for outcome in outcomes] == ["failed"] + ["not run: it would repeat"] * 3
     assert asked == [[0]]  # asked once, after the first outcome; not again while the others are cancelled
+
+
+def fail_or_ignore_the_cancel(run: GridRun, working_dir: str) -> dict:
+    """A grid's task: the first run fails after the others have started, the
+    others swallow the KeyboardInterrupt a polite cancel sends (as a task does
+    when the cancel reaches its worker before the task is under way)."""
+    import time
+
+    if run.position == 0:
+        time.sleep(5)
+        return {"position": 0, "status": "failed"}
+    for _ in range(2):
+        try:
+            time.sleep(120)
+        except KeyboardInterrupt:
+            pass
+    return {"position": run.position, "status": "done"}
+
+
+@pytest.mark.slow
+def test_a_cancelled_task_that_goes_on_is_ended_after_the_grace_period(ray_instance, monkeypatch):
+    import sys
+    import time
+
+    from spacy_sla.tool_support import ray_session as session_module
+
+    ray_instance.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    monkeypatch.setattr(session_module, "CANCEL_GRACE_SECONDS", 3.0)
+    started = time.monotonic()
+    outcomes = session_module.run_grid(
+        [GridRun(position) for position in range(2)], execute=fail_or_ignore_the_cancel,
+        lost=lambda run, error: {"position": run.position, "status": "lost"},
+        describe=lambda done, total, outcome: outcome["status"], report=lambda line: None,
+        stop=lambda finished, latest: "it would repeat" if latest["status"] == "failed" else None,
+        not_run=lambda run, reason: {"position": run.position, "status": f"not run: {reason}"})
+    assert [outcome["status"] for outcome in outcomes] == ["failed", "not run: it would repeat"]
+    assert time.monotonic() - started < 60  # not the 240 s the task would take
