@@ -24,6 +24,7 @@ from benchmarks.encoders import (
 from spacy_sla.pipeline_cost.measure import DEFAULT_DATA, jsonl_texts, peak_memory_in_this_process, read_documents
 from spacy_sla.tool_support.conllu import ConversionError
 
+from cli.commands import failed
 from tiny_models import save_tiny_model
 from util import annotated_docs, english_vocab, init_config_file, spacy_data
 
@@ -217,16 +218,6 @@ def test_the_training_formulations_are_timed_side_by_side(tiny_bert, tmp_path):
     for arm, seconds in report["seconds"].items():
         assert seconds > 0 and report["ratios"][arm] == pytest.approx(seconds / report["seconds"]["vanilla"])
     assert report["batch"]["docs"] >= 1 and report["repeats"] == 1
-
-
-def failed(result, *expected: str) -> str:
-    """A clean failure: exit code 1 through msg.fail, no traceback, the expected text."""
-    output = " ".join(result.output.split())
-    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), output
-    assert "Traceback" not in output
-    for text in expected:
-        assert text in output
-    return output
 
 
 @pytest.mark.parametrize(

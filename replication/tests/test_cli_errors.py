@@ -16,6 +16,8 @@ import spacy_sla.tool_support.ray_session
 from replication.cli import app as replication_app
 from replication.tasks import TASKS
 
+from cli.commands import failed  # tests/ is on the test path (setup.cfg)
+
 runner = CliRunner()
 SST2 = "sentence\tlabel\nA fine film .\t1\nA dull one .\t0\n"
 
@@ -197,19 +199,6 @@ ROOT = Path(__file__).parent.parent.parent
 
 def cli(*args: object):
     return runner.invoke(replication_app, [str(arg) for arg in args])
-
-
-def failed(result, *expected: str) -> str:
-    """Assert a clean failure: exit code 1 through msg.fail (SystemExit, not
-    an uncaught exception), no traceback, and the expected text (with
-    wasabi's line wrapping undone)."""
-    output = " ".join(result.output.split())
-    assert result.exit_code == 1, output
-    assert isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in output
-    for text in expected:
-        assert text in output
-    return output
 
 
 def run_module(*args: object) -> subprocess.CompletedProcess:
