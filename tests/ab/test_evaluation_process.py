@@ -3,7 +3,6 @@ it starts without runpy's warning about a module the package imported, and
 a failure leaves its record beside the output."""
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from spacy_sla.ab.evaluation import LOAD, failure_path
