@@ -115,7 +115,8 @@ def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun], by_ma
     arms = plan.arms
     for key in weights:
         if all(not isinstance(evaluation["scores"].get(key), (int, float)) for evaluation in evaluations.values()):
-            raise ValueError(Errors.E036.format(key=key, dev=runs[0].dev_path))
+            raise ValueError(Errors.E036.format(key=key, dev=runs[0].dev_path,
+                                                finding="every trained model scored it None"))
     scores = {key: {variant: {seed: score_of(variant, seed, key) for seed in seeds} for variant in arms}
               for key in [MAIN, *keys]}
     rows = []
