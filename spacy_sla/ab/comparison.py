@@ -30,7 +30,17 @@ from spacy_sla.ab.plan import AbPlan
 from spacy_sla.ab.runs import TRAIN_LOG, AbRun, finished_settings, logged_evaluations, size_label, training_curve
 
 from .errors import Errors
-from .intervals import ALPHA, BETTER, NOT_SHOWN, TOO_FEW, WORSE, holm_adjusted, paired_difference, t_quantile_975
+from .intervals import (
+    AB_MIN_SEEDS,
+    ALPHA,
+    BETTER,
+    NOT_SHOWN,
+    WORSE,
+    holm_adjusted,
+    paired_difference,
+    t_quantile,
+    too_few,
+)
 from .mask_strata import NoLocalMaskError, kept_strata, rows_by_mask
 from .resampling import DrawValues, bootstrap_interval
 from .self_check import check_runs, logged_score, self_check_warnings
@@ -50,19 +60,22 @@ def main_score(scores: Dict[str, Any], weights: Dict[str, float]) -> float:
                if isinstance(scores.get(key), (int, float)))
 
 
-def seeds_needed(differences: Sequence[float], limit: int = 100) -> Optional[int]:
-    """The smallest number of seeds n whose 95% t-interval, at the observed
-    mean and spread of the per-seed differences, would exclude 0; None
-    when the differences have no spread to go by or the mean is 0."""
+def seeds_needed(differences: Sequence[float], family_size: int = 1, limit: int = 100) -> Optional[int]:
+    """The smallest number of seeds n (at least AB_MIN_SEEDS) whose t-test,
+    at the observed mean and spread of the per-seed differences, would
+    reject 0 after Holm's adjustment over family_size comparisons whatever
+    their p-values (at alpha / family_size, Holm's strictest step), so that
+    n at or below the seeds run means the seed test shows the difference;
+    None when the differences have no spread to go by (fewer than two, or
+    all equal) or the mean is 0; limit + 1 beyond the limit."""
     if len(differences) < 2:
         return None
     mean, sd = statistics.mean(differences), statistics.stdev(differences)
-    if mean == 0:
+    if mean == 0 or sd == 0:
         return None
-    if sd == 0:
-        return 2
-    for n in range(2, limit + 1):
-        if t_quantile_975(n - 1) * sd / math.sqrt(n) < abs(mean):
+    alpha = ALPHA / max(1, family_size)
+    for n in range(AB_MIN_SEEDS, limit + 1):
+        if t_quantile(n - 1, alpha) * sd / math.sqrt(n) < abs(mean):
             return n
     return limit + 1
 
@@ -115,7 +128,8 @@ def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun], by_ma
     arms = plan.arms
     for key in weights:
         if all(not isinstance(evaluation["scores"].get(key), (int, float)) for evaluation in evaluations.values()):
-            raise ValueError(Errors.E036.format(key=key, dev=runs[0].dev_path))
+            raise ValueError(Errors.E036.format(key=key, dev=runs[0].dev_path,
+                                                finding="every trained model scored it None"))
     scores = {key: {variant: {seed: score_of(variant, seed, key) for seed in seeds} for variant in arms}
               for key in [MAIN, *keys]}
     rows = []
@@ -128,7 +142,6 @@ def size_section(plan: AbPlan, size: Optional[int], runs: Sequence[AbRun], by_ma
             if variant != REFERENCE:
                 row.update(_paired_comparison(variant, REFERENCE, scores[key], draws, key,
                                               weights if key == MAIN else None, plan.resamples))
-                row["seeds_needed"] = seeds_needed(row["over_seeds"]["differences"])
             rows.append(row)
     cost = {}
     for variant in arms:
@@ -196,7 +209,7 @@ def _paired_comparison(variant: str, reference: str, scores: Dict[str, Dict[int,
     (t-interval) and over the same draws of the dev documents (bootstrap)."""
     ours = {seed: value for seed, value in scores[variant].items() if value is not None}
     theirs = {seed: value for seed, value in scores[reference].items() if value is not None}
-    over_seeds = paired_difference(ours, theirs)
+    over_seeds = paired_difference(ours, theirs, AB_MIN_SEEDS)
     difference = draws.difference(variant, reference, over_seeds["seeds"], key, weights)
     return {"over_seeds": over_seeds, "over_documents": bootstrap_interval(difference, over_seeds["mean"], resamples)}
 
@@ -218,7 +231,7 @@ def _main_score_by_mask(plan: AbPlan, runs: Sequence[AbRun], evaluations: Dict[A
 
         try:
             rows += rows_by_mask(variant, REFERENCE, seeds, evaluations, MAIN, plan.resamples, strata_of,
-                                 plan.random_seed, weights)
+                                 plan.random_seed, weights, AB_MIN_SEEDS)
         except NoLocalMaskError as error:
             skipped[variant] = str(error)
     return {"rows": rows, "skipped": skipped}
@@ -229,7 +242,9 @@ def adjust(sections: Sequence[Dict[str, Any]]) -> None:
     (every variant at every size) and all other scores' comparisons. A
     verdict is "better" or "worse" only where both the seed t-test and the
     bootstrap over documents reject 0 in the same direction after the
-    adjustment; otherwise "not shown"."""
+    adjustment; otherwise "not shown" ("not shown (needs 3 seeds)" with
+    fewer than AB_MIN_SEEDS). The seeds a difference of the observed size
+    would need (seeds_needed) are reckoned in the same family."""
     for family in (lambda row: row["score"] == MAIN, lambda row: row["score"] != MAIN):
         members = [row for section in sections for row in section["rows"] if "over_seeds" in row and family(row)]
         for source in ("over_seeds", "over_documents"):
@@ -239,8 +254,9 @@ def adjust(sections: Sequence[Dict[str, Any]]) -> None:
                 row[source]["family_size"] = len(tested)
         for row in members:
             seeds, documents = row["over_seeds"], row["over_documents"]
+            row["seeds_needed"] = seeds_needed(seeds["differences"], len(members))
             if seeds["p_value"] is None or documents["p_value"] is None:
-                row["verdict"] = TOO_FEW if seeds["n"] < 2 else NOT_SHOWN
+                row["verdict"] = too_few(AB_MIN_SEEDS) if seeds["n"] < AB_MIN_SEEDS else NOT_SHOWN
                 continue
             direction = {seeds["verdict"], documents["verdict"]}
             both = seeds.get("p_holm", 1.0) < ALPHA and documents.get("p_holm", 1.0) < ALPHA

@@ -15,6 +15,7 @@ from .errors import Errors
 
 SAMPLES = "samples.json"
 CORPUS_READER = "spacy.Corpus.v1"
+JSON_LINES = (".jsonl", ".json")  # what annotation tools export, which spacy.Corpus.v1 cannot read
 
 
 def corpus_documents(path: Path, which: str, reader: Optional[str] = CORPUS_READER) -> Optional[int]:
@@ -33,7 +34,8 @@ def corpus_documents(path: Path, which: str, reader: Optional[str] = CORPUS_READ
         if not files:
             raise ValueError(Errors.E062.format(path=path, which=which, reason="the directory holds no .spacy file"))
     elif path.suffix != ".spacy":
-        raise ValueError(Errors.E062.format(path=path, which=which, reason="it is not a .spacy file"))
+        what = " but JSON lines (e.g. Prodigy's export)" if path.suffix in JSON_LINES else ""
+        raise ValueError(Errors.E062.format(path=path, which=which, reason=f"it is not a .spacy file{what}"))
     else:
         files = [path]
     count = 0
@@ -116,7 +118,8 @@ def weighted_scores(config: Dict[str, Any]) -> List[str]:
 def check_dev_annotation(dev_path: Path, config: Dict[str, Any]) -> None:
     """[SLA-E031] for a dev set without documents; [SLA-E036] for one whose documents
     lack the annotation a weighted score needs (checked for spaCy's own
-    score families on .spacy dev sets; others are checked after evaluation)."""
+    score families on .spacy dev sets, before any training; others are
+    checked after evaluation)."""
     if not dev_path.exists() or not (dev_path.is_dir() or dev_path.suffix == ".spacy"):
         return
     docs = read_docbin_corpus(dev_path)
@@ -125,8 +128,9 @@ def check_dev_annotation(dev_path: Path, config: Dict[str, Any]) -> None:
     for key in weighted_scores(config):
         for prefix, (what, present) in ANNOTATION_NEEDED.items():
             if key.startswith(prefix) and not any(present(doc) for doc in docs):
-                raise ValueError(Errors.E036.format(key=key, dev=dev_path) + f" (no document has {what})")
+                raise ValueError(Errors.E036.format(key=key, dev=dev_path, finding=f"no document has {what}"))
         if key.startswith("spans_"):
             spans_key = key[len("spans_"):].rsplit("_", 1)[0]
             if not any(spans_key in doc.spans for doc in docs):
-                raise ValueError(Errors.E036.format(key=key, dev=dev_path) + f" (no document has doc.spans['{spans_key}'])")
+                raise ValueError(Errors.E036.format(key=key, dev=dev_path,
+                                                    finding=f"no document has doc.spans['{spans_key}']"))

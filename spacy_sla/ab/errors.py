@@ -10,6 +10,15 @@ class Warnings(metaclass=SLACodes):
     )
 
 
+# how data of another format becomes .spacy, for the errors about the data
+TO_DOCBIN = (
+    "`spacy convert` makes one from CoNLL-U, IOB or spaCy's JSON, but it "
+    "does not read JSONL: Prodigy's annotations become one with `prodigy "
+    "data-to-spacy`, or, like any JSONL, with the few lines of srsly and "
+    "DocBin in docs/your-pipeline.md (\"Your data as .spacy\")."
+)
+
+
 class Errors(metaclass=SLACodes):
     E030 = (
         "The config has no single spacy-transformers transformer component "
@@ -46,17 +55,16 @@ class Errors(metaclass=SLACodes):
         "components use the transformer."
     )
     E036 = (
-        "No run scored {key} on the dev set {dev}: every model reported None, "
-        "so the dev set lacks the annotation the score needs (e.g. no "
-        "entities for ents_f, no cats for cats_score). Give a dev set with "
-        "that annotation, or weight other scores in [training.score_weights]."
+        "The dev set {dev} gives no value of the weighted score {key}: "
+        "{finding}. It lacks the annotation the score needs (e.g. entities "
+        "for ents_f, cats for cats_score). Give a dev set with that "
+        "annotation, or weight other scores in [training.score_weights]."
     )
     E037 = (
         "Cannot draw {size} training documents from {path}: {reason}. "
         "`--train-sizes` takes whole numbers below the corpus size (or "
         "\"all\") and a training corpus in spaCy's binary format (.spacy, or a "
-        "directory of them) read by spacy.Corpus.v1; convert other data with "
-        "`spacy convert`."
+        "directory of them) read by spacy.Corpus.v1. " + TO_DOCBIN
     )
     E038 = (
         "The variant option `{option}` fits none of the chosen variants "
@@ -178,8 +186,7 @@ class Errors(metaclass=SLACodes):
     E062 = (
         "Cannot use {path} as the {which} data: {reason}. Nothing was "
         "trained. Give `--paths.{which} PATH` a .spacy file, or a directory "
-        "of them, read by spacy.Corpus.v1 (convert other data with `spacy "
-        "convert`)."
+        "of them, read by spacy.Corpus.v1. " + TO_DOCBIN
     )
     E063 = (
         "`spacy sla ab` was stopped by {signal}: the run that was training "
@@ -215,6 +222,12 @@ class Errors(metaclass=SLACodes):
         "Stopped after {done} of {total} runs; not run (not started, or "
         "stopped on Ray): {not_run}. Why: {reason} Fix the cause and run the "
         "same command again: the finished runs are kept."
+    )
+    E155 = (
+        "`spacy sla ab` needs the data it trains and scores on: give "
+        "{missing} (a .spacy file, or a directory of them, each), e.g. "
+        "`--paths.train train.spacy --paths.dev dev.spacy`. Nothing was "
+        "trained. " + TO_DOCBIN
     )
     E102 = (
         "--eval-corpus takes config (each arm's [training] dev_corpus with "

@@ -5,29 +5,24 @@ the dev file), plus what a comparison needs besides the scores: the
 prediction speed and, for every score, its per-document statistics for the
 bootstrap over documents (score_statistics.py).
 
-It runs as its own process (`python -m spacy_sla.ab.evaluation
-MODEL DEV OUTPUT`), like `spacy evaluate`, so that every model is scored
-with fresh memory, and on a Ray worker as well as here. When it fails, it
-writes beside OUTPUT what it was doing (failure_path), for the message that
-names the run (failures.py).
+It runs as its own process (`python -m spacy_sla.ab.evaluation_process
+MODEL DEV OUTPUT`, evaluation_process.py), like `spacy evaluate`, so that
+every model is scored with fresh memory, and on a Ray worker as well as
+here. When it fails, it writes beside OUTPUT what it was doing
+(failure_path), for the message that names the run (failures.py).
 """
-import argparse
-import json
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy import util
-from spacy.cli._util import import_code
 from spacy.language import Language
 from spacy.scorer import Scorer
 from spacy.training import Corpus, Example
 from spacy.util import dot_to_object, registry
 from thinc.api import fix_random_seed, require_gpu
 
-from ..tool_support.files import write_atomically
 from .counts import component_statistics
 from .errors import Errors
 from .statistics import bootstrap_weights, matches
@@ -203,38 +198,3 @@ def evaluate_model(
         "score_weights": {key: value for key, value in nlp.config["training"]["score_weights"].items() if value},
         "statistics": score_statistics(nlp, scorer.examples, resamples, random_seed),
     }
-
-
-def main(argv: Optional[Sequence[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", type=Path)
-    parser.add_argument("dev", type=Path)
-    parser.add_argument("output", type=Path)
-    parser.add_argument("--gpu-id", type=int, default=-1)
-    parser.add_argument("--resamples", type=int, default=10000)
-    parser.add_argument("--random-seed", type=int, default=0)
-    parser.add_argument("--code", type=Path, default=None, help="the user's registered functions, as spacy evaluate --code")
-    parser.add_argument("--corpus", choices=EVAL_CORPORA, default=CONFIG_CORPUS,
-                        help="config: the pipeline's [training] dev_corpus, as spacy train; plain: spaCy's Corpus, as spacy evaluate")
-    arguments = parser.parse_args(argv)
-    failed = failure_path(arguments.output)
-    failed.unlink(missing_ok=True)
-    step = EvaluationStep()
-    try:
-        import_code(arguments.code)
-        evaluation = evaluate_model(arguments.model, arguments.dev, gpu_id=arguments.gpu_id,
-                                    resamples=arguments.resamples, random_seed=arguments.random_seed,
-                                    corpus=arguments.corpus, step=step)
-    except Exception as error:
-        frames = [{"file": frame.filename, "line": frame.lineno, "function": frame.name}
-                  for frame in traceback.extract_tb(error.__traceback__)]
-        record = {"step": step.name, "corpus": {"mode": arguments.corpus, **step.corpus},
-                  "error": type(error).__name__ + (f": {first_line(error)}" if str(error).strip() else ""),
-                  "frames": frames}
-        write_atomically(failed, json.dumps(record).encode("utf8"))
-        raise  # the whole traceback goes to the log
-    write_atomically(arguments.output, json.dumps(evaluation).encode("utf8"))
-
-
-if __name__ == "__main__":
-    main()

@@ -17,29 +17,46 @@ from scipy import stats
 
 BETTER, WORSE, NOT_SHOWN, TOO_FEW = "better", "worse", "not shown", "not shown (n<2)"
 ALPHA = 0.05
+# The seeds `spacy sla ab` needs for an interval over seeds: two give the
+# spread one degree of freedom (t = 12.7), an interval as wide as chance
+# makes it, and none at all when the two differences are equal (common for
+# a score on a small dev set): a point and p = 0. Three are the fewest that
+# the report puts an interval, a p-value or a verdict on.
+AB_MIN_SEEDS = 3
+
+
+def too_few(min_seeds: int) -> str:
+    """The verdict of a comparison over fewer paired seeds than min_seeds."""
+    return TOO_FEW if min_seeds <= 2 else f"not shown (needs {min_seeds} seeds)"
+
+
+def t_quantile(df: int, alpha: float = ALPHA) -> float:
+    """t_{1 − alpha/2, df}, the quantile of a two-sided (1 − alpha) interval."""
+    if df < 1:
+        raise ValueError(f"A t quantile needs at least 1 degree of freedom, got {df}")
+    return float(stats.t.ppf(1 - alpha / 2, df))
 
 
 def t_quantile_975(df: int) -> float:
     """t_{0.975, df}, the quantile of a two-sided 95% interval."""
-    if df < 1:
-        raise ValueError(f"A t quantile needs at least 1 degree of freedom, got {df}")
-    return float(stats.t.ppf(1 - ALPHA / 2, df))
+    return t_quantile(df)
 
 
-def paired_difference(scores: Dict[int, float], baseline: Dict[int, float]) -> Dict[str, Optional[object]]:
+def paired_difference(scores: Dict[int, float], baseline: Dict[int, float],
+                      min_seeds: int = 2) -> Dict[str, Optional[object]]:
     """Differences scores[seed] − baseline[seed] over the seeds both have:
     their mean, sample sd, the 95% t-interval, the two-sided p-value and a
     verdict ("better", "worse": the interval excludes 0; "not shown": it
-    covers 0; "not shown (n<2)": fewer than two paired seeds, so no
-    interval)."""
+    covers 0; too_few(min_seeds), e.g. "not shown (n<2)": fewer paired
+    seeds than min_seeds (at least 2), so no interval, sd or p-value)."""
     seeds: List[int] = sorted(set(scores) & set(baseline))
     differences = [scores[seed] - baseline[seed] for seed in seeds]
     result: Dict[str, Optional[object]] = {
         "seeds": seeds, "n": len(seeds), "differences": differences,
         "mean": statistics.mean(differences) if differences else None,
-        "sd": None, "half_width": None, "low": None, "high": None, "p_value": None, "verdict": TOO_FEW,
+        "sd": None, "half_width": None, "low": None, "high": None, "p_value": None, "verdict": too_few(min_seeds),
     }
-    if len(differences) < 2:
+    if len(differences) < max(2, min_seeds):
         return result
     mean = statistics.mean(differences)
     sd = statistics.stdev(differences)

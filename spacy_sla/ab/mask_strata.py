@@ -141,6 +141,7 @@ def rows_by_mask(
     strata_of: Callable[[int], Sequence[bool]],
     random_seed: int = 0,
     weights: Optional[Dict[str, float]] = None,
+    min_seeds: int = 2,
 ) -> List[Dict[str, Any]]:
     """variant − reference (evaluations keyed by (name, seed)) of the score
     `key`, or with weights of their weighted sum, on the documents the
@@ -149,7 +150,8 @@ def rows_by_mask(
     first difference minus the second (the two parts drawn independently).
     strata_of(seed): restricted_documents of the variant's model of that
     seed; every seed must give the same parts (a frozen parser), so that the
-    seeds are paired on the same documents."""
+    seeds are paired on the same documents. min_seeds: the fewest paired
+    seeds a t-interval is given for (intervals.paired_difference)."""
     if not seeds:
         return []
     per_seed = {seed: numpy.asarray(strata_of(seed), dtype=bool) for seed in seeds}
@@ -171,7 +173,7 @@ def rows_by_mask(
                   for name in (reference, variant)}
         defined = [seed for seed in seeds if scores[variant][seed] is not None and scores[reference][seed] is not None]
         over_seeds = paired_difference({seed: scores[variant][seed] for seed in defined},
-                                       {seed: scores[reference][seed] for seed in defined})
+                                       {seed: scores[reference][seed] for seed in defined}, min_seeds)
         stratum_draws = None
         if defined:
             drawn = DrawValues({model: part for model, part in parts.items() if model[1] in defined}, resamples,
@@ -187,7 +189,7 @@ def rows_by_mask(
     both = sorted(set(differences[RESTRICTED]) & set(differences[UNRESTRICTED]))
     over_seeds = paired_difference(
         {seed: differences[RESTRICTED][seed] - differences[UNRESTRICTED][seed] for seed in both},
-        dict.fromkeys(both, 0.0))
+        dict.fromkeys(both, 0.0), min_seeds)
     gap = None
     if set(both) == set(differences[RESTRICTED]) == set(differences[UNRESTRICTED]) and both:
         gap = draws[RESTRICTED] - draws[UNRESTRICTED]

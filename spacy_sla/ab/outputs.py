@@ -73,3 +73,25 @@ def record_outputs(output_dir: Path, paths: Sequence[Path], record: str = AB_FIL
         written = {}
     written.update({path.name: _sha256(path) for path in paths})
     write_atomically(record_path, json.dumps(written, indent=2, sort_keys=True).encode("utf8"))
+
+
+def remove_outputs(output_dir: Path, names: Sequence[str], record: str) -> List[str]:
+    """Delete the files of names that ab wrote (in the record with their
+    content) and drop them from the record; a file someone else wrote or
+    changed, or any file when the record is gone, stays. Returns the names
+    deleted."""
+    record_path = output_dir / record
+    present = [name for name in names if (output_dir / name).is_file()]
+    if not present or not record_path.exists():
+        return []
+    foreign = set(foreign_outputs(output_dir, present, record))
+    removed = [name for name in present if name not in foreign]
+    for name in removed:
+        (output_dir / name).unlink()
+    written = json.loads(record_path.read_text(encoding="utf8"))
+    kept = {name: digest for name, digest in written.items() if name not in removed}
+    if kept:
+        write_atomically(record_path, json.dumps(kept, indent=2, sort_keys=True).encode("utf8"))
+    else:
+        record_path.unlink()
+    return removed

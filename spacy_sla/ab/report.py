@@ -1,11 +1,23 @@
 """The report files of `spacy sla ab`: report.json (the numbers,
 comparison.py), report.md (report_markdown.py) and report.png
-(report_figure.py), written together and only over ab's own files."""
+(report_figure.py), written together and only over ab's own files. The
+report supersedes an interim report (report-interim.*, written by
+--report-only beside a running call): those files are deleted once the
+report is written, unless someone else wrote or changed them."""
 import json
 from pathlib import Path
 from typing import Dict, Sequence
 
-from spacy_sla.ab.outputs import AB_FILES, REPORT, check_outputs, record_outputs, report_names
+from spacy_sla.ab.outputs import (
+    AB_FILES,
+    INTERIM_FILES,
+    INTERIM_REPORT,
+    REPORT,
+    check_outputs,
+    record_outputs,
+    remove_outputs,
+    report_names,
+)
 from spacy_sla.ab.plan import AbPlan
 from spacy_sla.ab.runs import AbRun
 
@@ -35,4 +47,6 @@ def write_report(plan: AbPlan, runs: Sequence[AbRun], figure: bool = True, by_ma
     write_atomically(paths["json"], json.dumps(report, indent=2, default=str).encode("utf8"))
     write_atomically(paths["md"], text.encode("utf8"))
     record_outputs(plan.output_dir, list(paths.values()), record)
+    if stem == REPORT:
+        remove_outputs(plan.output_dir, report_names(INTERIM_REPORT), INTERIM_FILES)
     return paths

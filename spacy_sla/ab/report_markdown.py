@@ -4,19 +4,13 @@ comparisons between variants and by mask, with how to read them."""
 from typing import Any, Dict, Optional
 
 from .comparison import MAIN
-from .tables import bootstrap_table, strata_table
+from .intervals import AB_MIN_SEEDS
+from .report_summary import main_score_name, seeds_to_show, summary_lines
+from .tables import bootstrap_table, interval_text, signed_points, strata_table
 
 
-def _pct(value: Optional[float], signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{100 * value:+.2f}" if signed else f"{100 * value:.2f}"
-
-
-def _interval(result: Dict[str, Any]) -> str:
-    if result.get("low") is None:
-        return "n/a"
-    return f"[{_pct(result['low'], True)}, {_pct(result['high'], True)}]"
+def _pct(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
 
 
 def _p(result: Dict[str, Any]) -> str:
@@ -26,10 +20,11 @@ def _p(result: Dict[str, Any]) -> str:
     return f"{result['p_value']:.3f}" + ("" if holm is None else f" ({holm:.3f})")
 
 
-def _score_name(key: str, weights: Dict[str, float]) -> str:
-    if key != MAIN:
-        return key
-    return "main score (" + " + ".join(f"{weight:g} × {name}" for name, weight in weights.items()) + ")"
+def _over_seeds(seeds: Dict[str, Any]) -> str:
+    """The mean difference and its t-interval, or why there is none."""
+    if seeds.get("low") is None and seeds["n"] < AB_MIN_SEEDS:
+        return f"{signed_points(seeds['mean'])} (interval needs {AB_MIN_SEEDS} seeds)"
+    return f"{signed_points(seeds['mean'])} {interval_text(seeds)}"
 
 
 def comparison_table(section: Dict[str, Any], main: bool) -> str:
@@ -45,13 +40,12 @@ def comparison_table(section: Dict[str, Any], main: bool) -> str:
         per_seed = ", ".join(_pct(value) for value in row["per_seed"].values())
         if "over_seeds" in row:
             seeds, documents = row["over_seeds"], row["over_documents"]
-            delta = f"{_pct(seeds['mean'], True)} {_interval(seeds)}"
-            needed = row["seeds_needed"]
-            needed_text = "n/a" if needed is None else (f">{needed - 1}" if needed > 100 else str(needed))
-            comparison = f"| {delta} | {_p(seeds)} | {_interval(documents)} | {_p(documents)} | {row['verdict']} | {needed_text} |"
+            comparison = (f"| {_over_seeds(seeds)} | {_p(seeds)} | {interval_text(documents)} | {_p(documents)} "
+                          f"| {row['verdict']} | {seeds_to_show(row)} |")
         else:
             comparison = "| (reference) | | | | | |"
-        lines.append(f"| {_score_name(row['score'], section['weights'])} | {row['variant']} "
+        name = main_score_name(section["weights"]) if row["score"] == MAIN else row["score"]
+        lines.append(f"| {name} | {row['variant']} "
                      f"| {_pct(row['mean'])} ± {spread} | {per_seed} {comparison}")
     return "\n".join(lines)
 
@@ -107,6 +101,7 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
     parts = [
         "# Does SLA help this pipeline?",
         "",
+        *[line for sentence in summary_lines(report) for line in (sentence, "")],
         *[line for warning in report.get("warnings", []) for line in (f"> **Warning** {warning}", "")],
         f"Configs: `{plan['config_dir']}` ({', '.join(plan['variants'])}; the reference is vanilla). "
         f"Training data: `{plan['train']}`; dev data: `{plan['dev']}`. Seeds: {', '.join(map(str, plan['seeds']))}. "
@@ -121,14 +116,16 @@ def markdown_report(report: Dict[str, Any], figure: Optional[str]) -> str:
         f"{plan['resamples']} draws) and covers the choice of dev set. p in brackets: Holm's adjustment, over the main "
         "score's comparisons and, separately, over all other scores' comparisons. The verdict is \"better\" or \"worse\" "
         "only where both adjusted tests exclude 0 in the same direction, otherwise \"not shown\" (which is not \"no "
-        "effect\": see how many seeds a difference of the observed size would need). Scores of frozen components "
-        "(the same model in every run) and the tokenizer's are left out.",
+        f"effect\"); an interval over seeds needs {AB_MIN_SEEDS} seeds, and with fewer there is no verdict. \"Seeds to "
+        "show Δ\": how many seeds a difference of the observed size and spread would need for the seed test to show it "
+        "after the adjustment (a number at or below the seeds run: the seeds show it, the dev documents do not). "
+        "Scores of frozen components (the same model in every run) and the tokenizer's are left out.",
     ]
     if report.get("left_out"):
         parts += ["", "**Interim report**: a seed is compared once every variant has finished it; left out until "
                   "then: " + ", ".join(report["left_out"]) + "."]
     if figure:
-        parts += ["", f"![per-seed scores, intervals and dev curves]({figure})"]
+        parts += ["", f"![paired differences to vanilla with their intervals, and the dev curves]({figure})"]
     for section in report["sections"]:
         setup = section["setup"]
         parts += [

@@ -182,7 +182,7 @@ def code_arguments(code_path: Optional[Path]) -> List[str]:
 def evaluation_command(model_dir: Path, dev_path: Path, output: Path, gpu_id: int = -1, resamples: int = 10000,
                        random_seed: int = 0, code_path: Optional[Path] = None,
                        corpus: str = CONFIG_CORPUS) -> List[str]:
-    return [sys.executable, "-m", "spacy_sla.ab.evaluation", str(model_dir), str(dev_path), str(output),
+    return [sys.executable, "-m", "spacy_sla.ab.evaluation_process", str(model_dir), str(dev_path), str(output),
             "--gpu-id", str(gpu_id), "--resamples", str(resamples), "--random-seed", str(random_seed),
             "--corpus", corpus, *code_arguments(code_path)]
 

@@ -6,14 +6,23 @@ from typing import Any, Dict, Optional, Sequence
 from .mask_strata import GAP, STRATUM_LABELS
 
 
-def _signed(value: Optional[float]) -> str:
+def signed_points(value: Optional[float]) -> str:
+    """A difference of scores in [0, 1] as signed points (×100)."""
     return "n/a" if value is None else f"{100 * value:+.2f}"
 
 
-def _interval(result: Dict[str, Any]) -> str:
-    if result["low"] is None:
+def interval_text(result: Dict[str, Any]) -> str:
+    """An interval's bounds as "[low, high]" in points, "n/a" without one."""
+    if result.get("low") is None:
         return "n/a"
-    return f"[{_signed(result['low'])}, {_signed(result['high'])}]"
+    return f"[{signed_points(result['low'])}, {signed_points(result['high'])}]"
+
+
+def interval_words(result: Dict[str, Any]) -> str:
+    """The same interval as "low to high", for a sentence."""
+    if result.get("low") is None:
+        return "n/a"
+    return f"{signed_points(result['low'])} to {signed_points(result['high'])}"
 
 
 _DIFFERENCE_HEADER = ("seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t-interval | verdict "
@@ -23,10 +32,10 @@ _DIFFERENCE_HEADER = ("seeds | per seed Δ (×100) | mean Δ | over seeds: 95% t
 def _difference_cells(row: Dict[str, Any]) -> str:
     """A row's seeds, per-seed differences, mean, both intervals, p and verdicts as table cells."""
     seeds, documents = row["over_seeds"], row["over_documents"]
-    per_seed = ", ".join(_signed(value) for value in seeds["differences"])
+    per_seed = ", ".join(signed_points(value) for value in seeds["differences"])
     p_value = "n/a" if documents["p_value"] is None else f"{documents['p_value']:.3f}"
-    return (f"{len(row['seeds'])} | {per_seed} | {_signed(seeds['mean'])} | {_interval(seeds)} | {seeds['verdict']} "
-            f"| {_interval(documents)} | {p_value} | {documents['verdict']} |")
+    return (f"{len(row['seeds'])} | {per_seed} | {signed_points(seeds['mean'])} | {interval_text(seeds)} | {seeds['verdict']} "
+            f"| {interval_text(documents)} | {p_value} | {documents['verdict']} |")
 
 
 def bootstrap_table(comparison: Dict[str, Any]) -> str:

@@ -114,7 +114,7 @@ def ab_cli(
     overrides: Dict[str, object] = parse_config_overrides(ctx.args)
     missing = [key for key in ("paths.train", "paths.dev") if key not in overrides]
     if missing:
-        msg.fail(f"Give the data: {' and '.join('--' + key + ' PATH' for key in missing)}", exits=1)
+        msg.fail(Errors.E155.format(missing=" and ".join(f"`--{key} PATH`" for key in missing)), exits=1)
     if resamples < 1:
         msg.fail(f"--resamples takes a whole number >= 1; got {resamples}", exits=1)
     train_path, dev_path = Path(str(overrides.pop("paths.train"))), Path(str(overrides.pop("paths.dev")))

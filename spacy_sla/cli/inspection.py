@@ -308,7 +308,9 @@ def mask_stats_cli(
         try:
             tokenizer = load_tokenizer(transformer)
         except (OSError, ValueError) as error:
-            msg.fail(f"Could not load the tokenizer of '{transformer}': {_one_line(error)}", exits=1)
+            problem = _one_line(error)
+            msg.fail(problem if CODED_ERROR.match(problem) else f"Could not load the tokenizer of '{transformer}': {problem}",
+                     exits=1)
     all_docs = list(_read_docs(data_path).get_docs(nlp.vocab))
     chosen = sample_docs(all_docs, limit, sample_seed)
     n_parsed = len(chosen) if from_text else sum(not has_complete_parse(doc) for doc in chosen)

@@ -76,7 +76,7 @@ def _config_benchmark(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2), encoding="utf8")
     documents = report["documents"]
-    print(f"\n{report['date']}, {report['machine']}\nconfig {config}, model {report['model']}, parser {parser}, "
+    print(f"\n{report['date']}, {report['machine']}\nconfig {config}, model {report['model']}, parser {report['parser']}, "
           f"{documents['n_docs']} documents of {data} ({documents['mean_words']:.0f} words on average, "
           f"{documents['max_words']} at most, {documents['n_spans']} spans)\n")
     print(table)

@@ -24,3 +24,7 @@ class Errors(metaclass=SLACodes):
     E025 = (
         "Invalid {option} {value} for the mask statistics. Use one of: {choices}."
     )
+
+
+# how to fix [SLA-E005] in `spacy sla mask-stats`: after TransformerLoadFixes.HUB
+TOKENIZER_OFFLINE_FIX = "With `spacy sla mask-stats`, pass that directory as `--transformer PATH`."

@@ -47,8 +47,9 @@ from spacy_sla import (
     is_authors_punctuation,
     tokenize_spans,
 )
+from spacy_sla.errors import TransformerLoadFixes
 
-from .errors import Errors
+from .errors import TOKENIZER_OFFLINE_FIX, Errors
 
 LEVELS = ("sentence", "document")
 # The registered builders `spacy sla mask-stats --mask` names, and the
@@ -304,10 +305,15 @@ def _percent(share: float) -> str:
 
 def load_tokenizer(name: str) -> Any:
     """The transformer's tokenizer as the component loads it
-    (tokenizer_config {"use_fast": true}), without its weights."""
+    (tokenizer_config {"use_fast": true}), without its weights; [SLA-E005]
+    with the local-directory fix when it cannot be found or read (offline,
+    a hub name that is not cached, a missing directory)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(name, use_fast=True)
+    from spacy_sla.layers.hf_shim import coded_load_errors
+
+    with coded_load_errors(name, f"{TransformerLoadFixes.HUB} {TOKENIZER_OFFLINE_FIX}"):
+        return AutoTokenizer.from_pretrained(name, use_fast=True)
 
 
 __all__ = [

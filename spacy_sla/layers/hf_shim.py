@@ -32,7 +32,8 @@ from .saved_tokenizer import (
 from .syntax_aware_transformer import SyntaxAwareTransformer, is_added_key
 
 __all__ = [
-    "SLAShim", "check_config_and_tokenizer", "check_tokenizer_file_name", "load_pretrained", "loading_tokenizer_settings",
+    "SLAShim", "check_config_and_tokenizer", "check_tokenizer_file_name", "coded_load_errors", "load_pretrained",
+    "loading_tokenizer_settings",
 ]
 
 # The only tokenizer setting spacy-transformers saves with a model; a saved

@@ -41,7 +41,7 @@ from spacy.util import registry, resolve_dot_names
 from thinc.api import Config, require_gpu
 
 from ..ab.configs import make_variant_configs
-from ..ab.user_config import find_transformer
+from ..ab.user_config import PARSER_VARIABLE, find_transformer
 from ..ab.variant_blocks import REFERENCE
 from ..tool_support.user_code import import_user_code
 from .measure import (
@@ -309,7 +309,7 @@ def run_config_benchmark(
         "config": str(config_path),
         "overrides": {key: value for key, value in (overrides or {}).items()},
         "model": transformer_block["name"],
-        "parser": parser_name or "the default for the config's language",
+        "parser": parser_description(configs[REFERENCE], reference.before_transformer),
         "data": str(data),
         "repeats": repeats,
         "transformer": reference.transformer,
@@ -339,7 +339,9 @@ def format_config_table(report: Dict[str, Any]) -> str:
         "train": (f"training step ({', '.join(str(batch['docs']) for batch in batches)} docs, "
                   f"{', '.join(str(batch['padded_words']) for batch in batches)} padded words; annotating parse timed)"),
     }
-    lines = ["| | vanilla w/s | SLA w/s | SLA/vanilla |", "|---|---|---|---|"]
+    lines = ["Words per second, median (min-max) of the repetitions, and the SLA / vanilla ratio of the median times "
+             "(above 1: SLA is slower):", "",
+             "| | vanilla words/s | SLA words/s | time SLA / vanilla |", "|---|---|---|---|"]
 
     def spread(variant: str, kind: str) -> str:
         value = variants.get(variant, {}).get(kind)
@@ -350,8 +352,19 @@ def format_config_table(report: Dict[str, Any]) -> str:
         if key in ratios:
             lines.append(f"| {label} | {spread(REFERENCE, kind)} | {spread('sla', kind)} | {ratios[key]:.3f} |")
     if "sla_mask_share" in ratios:
-        lines.append(f"| mask share of the SLA component's time | | | {100 * ratios['sla_mask_share']:.1f}% |")
+        lines += ["", f"Building the masks: {100 * ratios['sla_mask_share']:.1f}% of the SLA component's time."]
     if "peak_memory_mib" in report:
         memory = report["peak_memory_mib"]
-        lines.append(f"| peak memory, MiB | {memory[REFERENCE]:.0f} | {memory['sla']:.0f} | {ratios['sla_memory_ratio']:.3f} |")
+        lines += ["", "| | vanilla | SLA | SLA / vanilla |", "|---|---|---|---|",
+                  f"| peak memory, MiB | {memory[REFERENCE]:.0f} | {memory['sla']:.0f} | {ratios['sla_memory_ratio']:.3f} |"]
     return "\n".join(lines) + "\n"
+
+
+def parser_description(config: Config, before_transformer: Sequence[str]) -> str:
+    """The parser that ran before the transformer: the pipeline the variants
+    source it from ([paths] parser, as make_variant_configs sets it), or the
+    config's own components before the transformer."""
+    sourced = config.get("paths", {}).get(PARSER_VARIABLE)
+    if sourced:
+        return str(sourced)
+    return "the config's own " + (", ".join(before_transformer) or "none")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from spacy_sla.ab.intervals import holm_adjusted, paired_difference, t_quantile_975
+from spacy_sla.ab.intervals import AB_MIN_SEEDS, holm_adjusted, paired_difference, t_quantile, t_quantile_975
 
 
 def test_the_t_interval_of_differences_one_two_three():
@@ -31,6 +31,7 @@ def test_t_quantiles():
     # Student's t table, two-sided 95%
     assert [round(t_quantile_975(df), 3) for df in (1, 2, 4, 30)] == [12.706, 4.303, 2.776, 2.042]
     assert t_quantile_975(10_000) == pytest.approx(1.960, abs=1e-3)
+    assert round(t_quantile(4, alpha=0.025), 3) == 3.495  # two-sided 97.5%: Holm's first step over two comparisons
     with pytest.raises(ValueError):
         t_quantile_975(0)
 
@@ -53,3 +54,14 @@ def test_holm_adjustment_matches_a_hand_computation():
     assert holm_adjusted([0.5, 0.9]) == [1.0, 1.0]
     assert holm_adjusted([]) == []
 
+
+
+def test_the_ab_report_gives_no_interval_nor_p_from_fewer_than_three_seeds():
+    assert AB_MIN_SEEDS == 3
+    for scores in ({0: 2.0, 1: 2.0}, {0: 2.0, 1: 3.0}):  # equal differences or not: one degree of freedom
+        paired = paired_difference(scores, {0: 0.0, 1: 0.0}, AB_MIN_SEEDS)
+        assert paired["n"] == 2 and paired["differences"] == [2.0, scores[1]] and paired["mean"] == (2 + scores[1]) / 2
+        assert (paired["sd"], paired["low"], paired["high"], paired["p_value"]) == (None, None, None, None)
+        assert paired["verdict"] == "not shown (needs 3 seeds)"
+    three = paired_difference({0: 2.0, 1: 3.0, 2: 4.0}, {0: 0.0, 1: 0.0, 2: 0.0}, AB_MIN_SEEDS)
+    assert three["low"] == pytest.approx(3 - 4.303 / math.sqrt(3), abs=5e-4) and three["verdict"] == "better"

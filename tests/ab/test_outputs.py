@@ -7,10 +7,12 @@ import pytest
 from spacy_sla.ab.outputs import (
     AB_FILES,
     INTERIM_FILES,
+    INTERIM_REPORT,
     PLAN,
     check_outputs,
     foreign_outputs,
     record_outputs,
+    remove_outputs,
     report_names,
 )
 
@@ -45,3 +47,16 @@ def test_a_plan_of_an_ab_that_kept_no_record_is_its_own(tmp_path):
     assert foreign_outputs(tmp_path, [PLAN, *report_names()]) == []
     (tmp_path / PLAN).write_text(json.dumps({"reference": "vanilla"}), encoding="utf8")
     assert foreign_outputs(tmp_path, [PLAN, *report_names()]) == [PLAN, "report.md"]
+
+
+def test_remove_outputs_deletes_only_what_ab_wrote_and_keeps_the_record_of_the_rest(tmp_path):
+    names = report_names(INTERIM_REPORT)
+    for name in names:
+        (tmp_path / name).write_text(f"interim {name}\n", encoding="utf8")
+    record_outputs(tmp_path, [tmp_path / name for name in names], record=INTERIM_FILES)
+    (tmp_path / "report-interim.md").write_text("my notes on the interim report\n", encoding="utf8")
+    assert remove_outputs(tmp_path, names, INTERIM_FILES) == ["report-interim.json", "report-interim.png"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [INTERIM_FILES, "report-interim.md"]
+    assert list(json.loads((tmp_path / INTERIM_FILES).read_text(encoding="utf8"))) == ["report-interim.md"]
+    (tmp_path / INTERIM_FILES).unlink()  # without a record nothing is known to be ab's
+    assert remove_outputs(tmp_path, names, INTERIM_FILES) == [] and (tmp_path / "report-interim.md").exists()

@@ -5,8 +5,9 @@ from spacy_sla.ab.report_markdown import comparison_table, cost_table, curve_tab
 from .reports import comparison_row, report, section
 
 MAIN_ROWS = [
-    "| main score (0.5 × ents_f + 0.5 × tag_acc) | vanilla | 80.00 ± 1.00 | 79.00, 81.00 | (reference) | | | | | |",
-    "| main score (0.5 × ents_f + 0.5 × tag_acc) | sla | 83.00 ± 1.41 | 81.00, 85.00 | +3.00 [+1.00, +5.00] "
+    "| main score (0.5 × ents_f + 0.5 × tag_acc) | vanilla | 80.00 ± 1.00 | 79.00, 81.00, 80.00 | (reference) "
+    "| | | | | |",
+    "| main score (0.5 × ents_f + 0.5 × tag_acc) | sla | 83.00 ± 2.00 | 81.00, 85.00, 83.00 | +3.00 [+1.00, +5.00] "
     "| 0.012 (0.024) | [+1.50, +4.50] | 0.002 | better | 3 |",
 ]
 
@@ -18,12 +19,26 @@ def test_the_main_score_and_the_others_have_tables_of_their_own():
     assert other[2:] == ["| ents_f | vanilla | 70.00 ± n/a | 70.00 | (reference) | | | | | |"]
 
 
-def test_more_seeds_than_the_limit_are_shown_as_more_than_it():
+def test_seeds_to_show_a_difference_follow_the_verdict():
     wide = section()
-    wide["rows"][1]["seeds_needed"] = 101
-    assert comparison_table(wide, main=True).splitlines()[3].endswith("| better | >100 |")
+    wide["rows"][1].update(seeds_needed=101, verdict="not shown")
+    assert comparison_table(wide, main=True).splitlines()[3].endswith("| not shown | >100 |")
     wide["rows"][1]["seeds_needed"] = None
-    assert comparison_table(wide, main=True).splitlines()[3].endswith("| better | n/a |")
+    assert comparison_table(wide, main=True).splitlines()[3].endswith("| not shown | n/a |")
+    # as many seeds as were run, yet not shown: the bootstrap over documents did not show it
+    wide["rows"][1]["seeds_needed"] = 3
+    assert comparison_table(wide, main=True).splitlines()[3].endswith(
+        "| not shown | 3 (shown over seeds, not over dev documents) |")
+
+
+def test_two_seeds_give_no_interval_over_seeds():
+    two = section()
+    row = two["rows"][1]
+    row["over_seeds"] = {"n": 2, "differences": [0.02, 0.02], "mean": 0.02, "low": None, "high": None,
+                         "p_value": None}
+    row.update(verdict="not shown (needs 3 seeds)", seeds_needed=None)
+    assert comparison_table(two, main=True).splitlines()[3].endswith(
+        "| +2.00 (interval needs 3 seeds) | n/a | [+1.50, +4.50] | 0.002 | not shown (needs 3 seeds) | n/a |")
 
 
 def test_cost_and_curves():
@@ -37,8 +52,8 @@ def test_cost_and_curves():
 def test_the_report_has_a_part_per_training_size():
     text = markdown_report(report(sizes=("50", "all")), "report.png")
     assert text.startswith("# Does SLA help this pipeline?\n")
-    assert "Seeds: 0, 1. Training sizes: 50, all (samples drawn once with seed 0, nested)." in text
-    assert "![per-seed scores, intervals and dev curves](report.png)" in text
+    assert "Seeds: 0, 1, 2. Training sizes: 50, all (samples drawn once with seed 0, nested)." in text
+    assert "![paired differences to vanilla with their intervals, and the dev curves](report.png)" in text
     assert [line for line in text.splitlines() if line.startswith("## ")] == ["## Training size: 50",
                                                                             "## Training size: all"]
     assert text.count(MAIN_ROWS[1]) == 2

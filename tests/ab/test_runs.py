@@ -122,9 +122,13 @@ def test_the_report_shows_curves_cost_and_verdicts(comparison):
     assert section["curves"]["vanilla"] and set(section["curves"]["vanilla"]) == set(section["curves"]["sla"])
     assert section["cost"]["vanilla"]["train_time_ratio"] == 1.0 and section["cost"]["sla"]["words_per_second"] > 0
     sla_rows = [row for row in section["rows"] if row["variant"] == "sla"]
-    assert {row["verdict"] for row in sla_rows} <= {"better", "worse", "not shown"}
+    # two seeds: no interval, p-value or verdict over seeds; the interval over dev documents is there
+    assert {row["verdict"] for row in sla_rows} == {"not shown (needs 3 seeds)"}
     main = next(row for row in sla_rows if row["score"] == "score")
     assert main["over_seeds"]["n"] == 2 and main["over_documents"]["resamples"] == 300
+    assert main["over_seeds"]["low"] is None and main["over_seeds"]["p_value"] is None
+    assert main["over_documents"]["low"] is not None
+    assert text.startswith("# Does SLA help this pipeline?\n\n**sla**: ") and "(interval needs 3 seeds)" in text
     assert "Transformer `" in text and "max_steps 4" in text and "Dev curve" in text
     # every run's main score is the one its training logged at its last step, for the same model
     assert report["warnings"] == [] and "4 of 4 checked runs agree" in text
@@ -490,6 +494,38 @@ def test_report_only_pairs_the_seeds_every_arm_has_finished(comparison, tiny_ber
     assert result.exit_code == 1 and "[SLA-E045]" in result.output, result.output
     assert "Finished runs with the command's settings: vanilla/seed0, vanilla/seed1" in result.output.replace("\n", " ")
     assert not (root / "partial" / "report.json").exists()
+
+
+@pytest.mark.slow
+def test_the_report_deletes_the_interim_report_it_supersedes(comparison, tiny_bert):
+    """report-interim.* written by --report-only beside a running call is
+    deleted when the report is written; a file of that name that someone
+    else changed stays."""
+    import shutil
+
+    from spacy_sla.ab.outputs import INTERIM_FILES, INTERIM_REPORT, report_names
+    from spacy_sla.ab.plan import AbPlan, finished_part
+    from spacy_sla.ab.report import write_report
+
+    root, train, dev = comparison
+    shutil.copytree(root / "out", root / "superseded")
+    overrides = {"components.transformer.model.name": str(tiny_bert), "training.max_steps": 4,
+                 "training.eval_frequency": 2, "training.batcher.size": 300, "training.accumulate_gradient": 1,
+                 "training.optimizer.learn_rate.warmup_steps": 1}  # the settings of ab() above
+    plan = AbPlan(root / "configs", root / "superseded", train, dev, ["vanilla", "sla"], [0, 1], [None],
+                  overrides=overrides, resamples=300)
+    finished_plan, runs, left_out = finished_part(plan, plan.runs())
+    assert left_out == [] and len(runs) == 4
+    interim = write_report(finished_plan, runs, figure=False, stem=INTERIM_REPORT, record=INTERIM_FILES)
+    assert sorted(path.name for path in interim.values()) == sorted(report_names(INTERIM_REPORT)[:2])
+    write_report(finished_plan, runs, figure=False)
+    assert not any((root / "superseded" / name).exists() for name in report_names(INTERIM_REPORT))
+    assert not (root / "superseded" / INTERIM_FILES).exists() and (root / "superseded" / "report.md").exists()
+    write_report(finished_plan, runs, figure=False, stem=INTERIM_REPORT, record=INTERIM_FILES)
+    (root / "superseded" / "report-interim.md").write_text("my notes\n", encoding="utf8")
+    write_report(finished_plan, runs, figure=False)
+    assert (root / "superseded" / "report-interim.md").read_text(encoding="utf8") == "my notes\n"
+    assert not (root / "superseded" / "report-interim.json").exists()
 
 
 def test_a_run_is_reported_on_its_records(tmp_path):

@@ -206,3 +206,16 @@ def test_parse_missing_with_the_real_parser_keeps_parses_and_sentence_boundaries
     # From the text, as `spacy train` makes its Docs, the parser decides where sentences start.
     (from_text,) = parse_missing([unparsed], nlp, from_text=True)
     assert from_text is not unparsed and from_text.has_annotation("DEP")
+
+
+def test_mask_stats_cli_offline_with_a_hub_name_says_how_to_use_a_local_directory(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    data = tmp_path / "gold.spacy"
+    DocBin(docs=[two_sentences()]).to_disk(data)
+    for name in ("bert-base-uncased", str(tmp_path / "no-such-model")):
+        result = runner.invoke(app, ["sla", "mask-stats", str(data), "--transformer", name])
+        output = " ".join(result.output.split())
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), output
+        assert output.count("[SLA-E005]") == 1 and f"Could not load the transformer '{name}'" in output, output
+        assert "Use a local directory" in output and "pass that directory as `--transformer PATH`" in output, output
+        assert "Could not load the tokenizer" not in output and "Traceback" not in output

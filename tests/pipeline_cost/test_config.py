@@ -3,6 +3,7 @@ pipelines that differ only in the transformer, initialised on a sample of
 the data and measured side by side (no timing is asserted)."""
 import json
 import math
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,14 @@ from thinc.api import Config
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from spacy_sla.parsers import resolve_parser
 from spacy_sla.pipeline_cost.config import (
     benchmark_configs,
     build_pipeline,
     chosen_batches,
     differing_blocks,
+    format_config_table,
+    parser_description,
     run_config_benchmark,
     write_sample,
 )
@@ -97,11 +101,16 @@ def test_the_config_benchmark_runs_end_to_end(tiny_bert, tmp_path):
     data = write_data(tmp_path / "data.spacy", 14)
     output = tmp_path / "report.json"
     result = CliRunner().invoke(app, [
-        "sla", "benchmark", str(user), "--data", str(data), "--parser", PARSER, "--n-docs", "12",
+        "sla", "benchmark", str(user), "--data", str(data), "--n-docs", "12",
         "--repeats", "1", "--output", str(output), "--components.transformer.model.name", str(tiny_bert),
         "--training.batcher.size", "40"])
     assert result.exit_code == 0, result.output
     report = json.loads(output.read_text(encoding="utf8"))
+    # no --parser: the header names the default the variants sourced, spaCy's small English pipeline or its copy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert report["parser"] == resolve_parser("en_core_web_sm")
+    assert f", parser {report['parser']}, " in result.output and "parser None" not in result.output
     assert report["mode"] == "config" and report["model"] == str(tiny_bert)
     assert report["overrides"] == {"components.transformer.model.name": str(tiny_bert), "training.batcher.size": 40}
     assert report["pipelines"] == {"vanilla": ["parser", "sla_entity_guard", "transformer", "ner"], "sla": ["parser", "sla_entity_guard", "transformer", "ner"]}
@@ -188,6 +197,35 @@ def test_the_config_mode_measures_the_configs_two_pipelines_from_its_batcher(tin
     assert "peak memory" not in report["table"]
     assert f"training step ({expected[0]['docs']}, {expected[1]['docs']} docs, " \
            f"{expected[0]['padded_words']}, {expected[1]['padded_words']} padded words;" in report["table"]
+    assert f", parser {PARSER}, " in result.output
+
+
+def test_the_parser_named_is_the_one_that_ran():
+    sourced = Config().from_str('[paths]\nparser = "my_parser_pipeline"\n')
+    assert parser_description(sourced, ["parser", "sla_entity_guard"]) == "my_parser_pipeline"
+    assert parser_description(Config().from_str("[paths]\ntrain = null\n"), ["parser"]) == "the config's own parser"
+
+
+def test_the_table_keeps_throughput_time_ratios_and_memory_apart():
+    timing = {"median": 1000.0, "min": 900.0, "max": 1100.0}
+    report = {"variants": {"vanilla": {"predict": timing}, "sla": {"predict": {"median": 800.0, "min": 700.0, "max": 850.0}}},
+              "ratios": {"sla_predict_time_ratio": 1.25, "sla_mask_share": 0.123, "sla_memory_ratio": 1.1},
+              "documents": {"n_docs": 8}, "train_batches": [], "pipelines": {"vanilla": ["parser", "transformer"]},
+              "peak_memory_mib": {"vanilla": 1000.0, "sla": 1100.0}}
+    assert format_config_table(report).splitlines() == [
+        "Words per second, median (min-max) of the repetitions, and the SLA / vanilla ratio of the median times "
+        "(above 1: SLA is slower):",
+        "",
+        "| | vanilla words/s | SLA words/s | time SLA / vanilla |",
+        "|---|---|---|---|",
+        "| transformer component (8 docs, parsed beforehand, untimed) | 1000 (900-1100) | 800 (700-850) | 1.250 |",
+        "",
+        "Building the masks: 12.3% of the SLA component's time.",
+        "",
+        "| | vanilla | SLA | SLA / vanilla |",
+        "|---|---|---|---|",
+        "| peak memory, MiB | 1000 | 1100 | 1.100 |",
+    ]
 
 
 @pytest.mark.slow
