@@ -92,7 +92,8 @@ def ab_cli(
     best: bool = Opt(False, "--best", help="Score model-best (chosen on the dev set) instead of model-last"),
     resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents for the bootstrap"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
-    dry_run: bool = Opt(False, "--dry-run", help="List the runs and their commands, run nothing"),
+    dry_run: bool = Opt(False, "--dry-run", help="List the runs (kept, would replace, to train) and their commands, run nothing"),
+    replace: bool = Opt(False, "--replace", help="Train again the finished runs in OUTPUT_DIR whose settings differ from this call's (refused without it); the others are kept"),
     report_only: bool = Opt(False, "--report-only", help="Train nothing: write the report of the seeds every variant has finished so far (while the others train, or after an interruption)"),
     ray: bool = Opt(False, "--ray", help="Run every run as a Ray task: on a local Ray instance, or on --ray-address"),
     ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray)"),
@@ -128,7 +129,9 @@ def ab_cli(
         if dry_run:
             plan.check()
             _warn_of_edited_arms(plan)
-            for line in dry_run_lines(plan.runs()):
+            for warning in plan.budget_warnings():
+                msg.warn(warning)
+            for line in dry_run_lines(plan.runs(), replace, plan.samples_redrawn()):
                 print(line)
             return
         if report_only:
@@ -136,7 +139,7 @@ def ab_cli(
             return
         with stop_on_signals(), hold_output_dir(output_dir, notify=msg.warn):
             _compare(plan, ray or ray_address is not None, ray_address, ray_cpus_per_run, ray_gpus_per_run,
-                     no_figure, by_mask)
+                     no_figure, by_mask, replace)
     except AbInterrupted as stop:
         msg.fail(Errors.E063.format(signal=str(stop), run=stop.run_name or "no run had started"), exits=128 + stop.signum)
     except (ValueError, OSError) as error:
@@ -144,10 +147,12 @@ def ab_cli(
 
 
 def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_run: float, ray_gpus_per_run: float,
-             no_figure: bool, by_mask: bool) -> None:
+             no_figure: bool, by_mask: bool, replace: bool = False) -> None:
     """Check, train and evaluate every run, and write the report (OUTPUT_DIR held)."""
-    runs = prepare(plan)
+    runs = prepare(plan, replace)
     _warn_of_edited_arms(plan)
+    for warning in plan.budget_warnings():
+        msg.warn(warning)
     if ray:
         from ..tool_support.ray_session import run_grid
 

@@ -4,6 +4,7 @@ evaluate` on the saved models, every score's bootstrap statistic adds up to
 the scorer's full-set value, Ray gives the sequential report, and bad input
 is refused before anything is trained, leaving no report."""
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -159,7 +160,40 @@ def test_a_second_call_keeps_every_run(comparison, tiny_bert):
     result = ab(root / "configs", root / "out", train, dev, tiny_bert, "--seeds", "0,1,2", "--dry-run")
     assert result.exit_code == 0, result.output
     assert result.output.count("kept (finished before with the same settings)") == 4
-    assert "sla/seed2:\n" in result.output and "spacy train" in result.output
+    assert "sla/seed2: to train\n" in result.output and "spacy train" in result.output
+
+
+@pytest.mark.slow
+def test_replace_trains_again_only_the_runs_it_named(comparison, tiny_bert):
+    """A call with another budget is refused and changes nothing; with
+    --replace and seed 0 it retrains seed 0's runs, and seed 1's finished
+    runs of the earlier budget are left as they were."""
+    root, train, dev = comparison
+    output = root / "replaced"
+    shutil.copytree(root / "out", output)
+
+    def files(seed: int):
+        return {str(path.relative_to(output)): path.read_bytes()
+                for variant in ("vanilla", "sla") for path in sorted((output / variant / f"seed{seed}").rglob("*"))
+                if path.is_file()}
+
+    everything = {str(path.relative_to(output)): path.read_bytes() for path in output.rglob("*") if path.is_file()}
+    result = ab(root / "configs", output, train, dev, tiny_bert, "--training.max_steps", "2")
+    assert result.exit_code == 1 and "[SLA-E145]" in result.output, result.output
+    assert "(training.max_steps: 4 -> 2)" in " ".join(result.output.split())
+    assert {str(path.relative_to(output)): path.read_bytes() for path in output.rglob("*") if path.is_file()} \
+        == everything
+    seed1 = files(1)
+    result = ab(root / "configs", output, train, dev, tiny_bert, "--training.max_steps", "2", "--seeds", "0",
+                "--replace")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("trained and evaluated") == 2
+    assert files(1) == seed1
+    for variant in ("vanilla", "sla"):
+        record = json.loads((output / variant / "seed0" / "run.json").read_text(encoding="utf8"))
+        assert record["settings"]["overrides"]["training.max_steps"] == 2
+        assert json.loads((output / variant / "seed0" / "train-log.jsonl").read_text(
+            encoding="utf8").splitlines()[-1])["step"] == 2
 
 
 @pytest.mark.slow
