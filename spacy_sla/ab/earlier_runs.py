@@ -117,3 +117,11 @@ def run_status(run: AbRun, replace: bool = False, redrawn: bool = False) -> str:
     if changes:
         return f"{REPLACES if replace else WOULD_REPLACE} ({'; '.join(changes)})"
     return KEPT if finished_settings(run) is not None else TO_TRAIN
+
+
+def runs_to_train(runs: Sequence[AbRun], redrawn: bool = False) -> List[AbRun]:
+    """The runs a call would train (with --replace where it needs it): not
+    kept, nor restored records whose training sample is not drawn yet."""
+    return [run for run in runs
+            if not ((run.run_dir / RUN_SETTINGS).exists() and not run.train_path.exists())
+            and run_status(run, True, redrawn) != KEPT]

@@ -12,7 +12,7 @@ import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from spacy_sla.ab.budget import budget_problems, config_budget_warnings, rising_at_the_end, rising_curve_warnings
 from spacy_sla.ab.manifest import write_manifest
 
-from ab.test_plan import ab_args, write_data
+from .test_plan import ab_args, write_data
 
 FIT = "--training.optimizer.learn_rate.warmup_steps 4 --training.optimizer.learn_rate.total_steps 40"
 

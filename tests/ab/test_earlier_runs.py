@@ -17,7 +17,7 @@ from spacy_sla.ab.plan import AbPlan, prepare
 from spacy_sla.ab.runs import AbRun
 from spacy_sla.tool_support.files import file_fingerprint
 
-from ab.test_plan import ab_args, contents, write_arm_configs, write_data
+from .test_plan import ab_args, contents, write_arm_configs, write_data
 
 runner = CliRunner()
 

@@ -4,6 +4,7 @@ evaluate` on the saved models, every score's bootstrap statistic adds up to
 the scorer's full-set value, Ray gives the sequential report, and bad input
 is refused before anything is trained, leaving no report."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -161,6 +162,11 @@ def test_a_second_call_keeps_every_run(comparison, tiny_bert):
     assert result.exit_code == 0, result.output
     assert result.output.count("kept (finished before with the same settings)") == 4
     assert "sla/seed2: to train\n" in result.output and "spacy train" in result.output
+    # and how long the two runs of seed 2 will take, from a few steps of vanilla/seed2 timed in a temporary folder
+    (estimate,) = [line for line in result.output.splitlines() if line.startswith("Time: ")]
+    assert re.match(r"Time: about \S+ to train the 2 run\(s\) left, \S+ each \(vanilla/seed2 timed over 6 steps: "
+                    r"\d+\.\d\d s a step, \d+\.\d s an evaluation \(3 a run\)", estimate), estimate
+    assert not (root / "out" / "vanilla" / "seed2").exists()
 
 
 @pytest.mark.slow
@@ -189,6 +195,12 @@ def test_replace_trains_again_only_the_runs_it_named(comparison, tiny_bert):
     assert result.exit_code == 0, result.output
     assert result.output.count("trained and evaluated") == 2
     assert files(1) == seed1
+    # the output is not a terminal: one plain progress line per evaluation (steps 0 and 2), read from the child
+    progress = [line for line in result.output.splitlines() if re.match(r"\[\d/2\] \w+/seed0: step \d", line)]
+    assert [line.split(":")[0] for line in progress] == ["[1/2] vanilla/seed0"] * 2 + ["[2/2] sla/seed0"] * 2
+    assert re.fullmatch(r"\[1/2\] vanilla/seed0: step 2/2, loss transformer \S+ tagger \S+ .*, score \d\.\d\d "
+                        r"\(step 2\), \S+ elapsed, run ~00:00 left, A/B ~\S+ left \(from this run\)", progress[1])
+    assert progress[3].endswith("A/B ~00:00 left (from 1 run(s) trained)")
     for variant in ("vanilla", "sla"):
         record = json.loads((output / variant / "seed0" / "run.json").read_text(encoding="utf8"))
         assert record["settings"]["overrides"]["training.max_steps"] == 2
