@@ -94,7 +94,7 @@ def ab_cli(
     best: bool = Opt(False, "--best", help="Score model-best (chosen on the dev set) instead of model-last"),
     resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents for the bootstrap"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
-    dry_run: bool = Opt(False, "--dry-run", help="List the runs (kept, would replace, to train) and their commands, run nothing"),
+    dry_run: bool = Opt(False, "--dry-run", help="List the runs (kept, would replace, to train) and their commands, and estimate their time (--time-steps); nothing is written to OUTPUT_DIR"),
     time_steps: int = Opt(TIME_STEPS, "--time-steps", help="With --dry-run: train the first run to train for this many steps, in a temporary folder, to estimate the time of the runs (0: no estimate)"),
     replace: bool = Opt(False, "--replace", help="Train again the finished runs in OUTPUT_DIR whose settings differ from this call's (refused without it); the others are kept"),
     report_only: bool = Opt(False, "--report-only", help="Train nothing: write the report of the seeds every variant has finished so far (while the others train, or after an interruption)"),
