@@ -19,6 +19,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from spacy_sla.ab.budget import rising_at_the_end, rising_curve_warnings
 from spacy_sla.ab.comparison import main_score
 from spacy_sla.ab.data import read_docbin_corpus
 from spacy_sla.ab.mask_strata import GAP, RESTRICTED, STRATA_FILE, UNRESTRICTED
@@ -53,7 +54,7 @@ def ab(config_dir: Path, output_dir: Path, train: Path, dev: Path, tiny_bert: Pa
         "--seeds", SEEDS, "--resamples", "300", "--components.transformer.model.name", str(tiny_bert),
         "--training.max_steps", "4", "--training.eval_frequency", "2", "--training.batcher.size", "300",
         "--training.accumulate_gradient", "1", "--training.optimizer.learn_rate.warmup_steps", "1",
-        "--no-figure", *extra])
+        "--training.optimizer.learn_rate.total_steps", "4", "--no-figure", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,12 @@ def test_the_report_shows_curves_cost_and_verdicts(comparison):
     assert main["over_seeds"]["n"] == 2 and main["over_documents"]["resamples"] == 300
     assert "Transformer `" in text and "max_steps 4" in text and "Dev curve" in text
     # every run's main score is the one its training logged at its last step, for the same model
-    assert report["warnings"] == [] and "4 of 4 checked runs agree" in text
+    assert not [warning for warning in report["warnings"] if "[SLA-W010]" in warning or "[SLA-W018]" in warning]
+    assert "4 of 4 checked runs agree" in text
+    # a dev curve still rising at the last evaluation is named ([SLA-W019]), and only then
+    rising = [arm for arm, curve in section["curves"].items() if rising_at_the_end(curve)]
+    assert [warning for warning in report["warnings"] if "[SLA-W019]" in warning] == (
+        [rising_curve_warnings(section["curves"], ["vanilla", "sla"], "")[0]] if rising else [])
 
 
 @pytest.mark.slow
