@@ -29,6 +29,7 @@ from spacy.util import load_config
 from spacy_sla.ab.plan import AbPlan
 from spacy_sla.ab.runs import TRAIN_LOG, AbRun, finished_settings, logged_evaluations, size_label, training_curve
 
+from .budget import config_budget_warnings, rising_curve_warnings
 from .errors import Errors
 from .intervals import (
     AB_MIN_SEEDS,
@@ -43,6 +44,7 @@ from .intervals import (
 )
 from .mask_strata import NoLocalMaskError, kept_strata, rows_by_mask
 from .resampling import DrawValues, bootstrap_interval
+from .runs import RUN_CONFIG
 from .self_check import check_runs, logged_score, self_check_warnings
 from .variant_blocks import REFERENCE
 
@@ -272,6 +274,11 @@ def build_report(plan: AbPlan, runs: Sequence[AbRun], by_mask: bool = False,
     for size in plan.sizes:
         sections.append(size_section(plan, size, [run for run in runs if run.size == size], by_mask))
     adjust(sections)
-    warnings = [warning for section in sections
-                for warning in self_check_warnings(section, plan.model, len(plan.sizes) > 1 or plan.sizes != [None])]
+    sized = len(plan.sizes) > 1 or plan.sizes != [None]
+    warnings = [warning for section in sections for warning in self_check_warnings(section, plan.model, sized)]
+    for section in sections:  # a budget that cannot train, or curves that had not converged ([SLA-W018], [SLA-W019])
+        where = f" at training size {section['size']}" if sized else ""
+        reference = next(run for run in runs if size_label(run.size) == section["size"] and run.variant == REFERENCE)
+        warnings += config_budget_warnings(reference.run_dir / RUN_CONFIG, {}, f"these runs{where}")
+        warnings += rising_curve_warnings(section["curves"], plan.arms, where)
     return {"plan": plan.to_json(), "sections": sections, "left_out": list(left_out), "warnings": warnings}

@@ -8,6 +8,18 @@ class Warnings(metaclass=SLACodes):
         "The report's main score of {arm} disagrees with what its own "
         "training logged for the same model ({model}): {pairs}. {hint}"
     )
+    W018 = (
+        "The training budget of {where} does not fit its learning-rate "
+        "schedule: training.max_steps {max_steps} ends {issue}. Fit the "
+        "schedule to the budget with {overrides}, or give more steps."
+    )
+    W019 = (
+        "The main score's dev curve (mean over seeds) still rises at the last "
+        "evaluation for {arms}{where}: these models had not converged, and the "
+        "comparison is of models that would train further. Give more steps "
+        "(--training.max_steps, with the schedule's total_steps to match) and "
+        "run the A/B again."
+    )
 
 
 # how data of another format becomes .spacy, for the errors about the data
@@ -233,6 +245,14 @@ class Errors(metaclass=SLACodes):
         "--eval-corpus takes config (each arm's [training] dev_corpus with "
         "--paths.dev, as `spacy train` scores) or plain (spaCy's Corpus over "
         "--paths.dev, as `spacy evaluate` scores); got '{value}'."
+    )
+    E145 = (
+        "{output_dir} holds {n_runs} finished run(s) trained with other "
+        "settings than this call's: {runs}. Training them again would replace "
+        "their models and records. Run the same command with --replace to "
+        "replace these runs (only these: the others are kept), or give "
+        "another OUTPUT_DIR to keep them (or the earlier settings, to resume "
+        "them)."
     )
 
 

@@ -42,7 +42,9 @@ from spacy_sla.errors import TransformerLoadFixes
 
 from ..tool_support.files import file_fingerprint, write_atomically
 from ..tool_support.user_code import check_registered
+from .budget import config_budget_warnings
 from .data import CORPUS_READER, _reader, check_dev_annotation, corpus_documents, draw_training_samples
+from .earlier_runs import KEPT, WOULD_REPLACE, check_nothing_replaced, run_status, samples_redrawn
 from .errors import OFFLINE_FIX, Errors
 from .evaluation import CONFIG_CORPUS, EVAL_CORPORA
 from .manifest import arm_differences, read_manifest
@@ -249,6 +251,21 @@ class AbPlan:
         """The settings of a run at this training size: the size's own over the common ones."""
         return {**self.overrides, **self.size_overrides.get(size, {})}
 
+    def budget_warnings(self) -> List[str]:
+        """[SLA-W018] for each training size whose budget does not fit the
+        learning-rate schedule (the arms share both: they differ in attention only)."""
+        warnings = []
+        for size in self.sizes:
+            where = f"{self.config_path(REFERENCE)} with this call's overrides" + (
+                f" at training size {size_label(size)}" if self.sizes != [None] else "")
+            warnings += config_budget_warnings(self.config_path(REFERENCE), self.overrides_at(size), where)
+        return warnings
+
+    def samples_redrawn(self) -> bool:
+        """Whether drawing the training samples would change those in OUTPUT_DIR/data."""
+        return any(size is not None for size in self.sizes) and samples_redrawn(
+            self.train_path, self.output_dir / "data", self.sample_seed)
+
     def to_json(self) -> Dict[str, Any]:
         return {
             "config_dir": str(self.config_dir), "reference": REFERENCE, "variants": self.arms,
@@ -283,28 +300,39 @@ def check_transformer_files(model: Dict[str, Any], component: str, loaded: Dict[
     loaded[key] = None
 
 
-def prepare(plan: AbPlan) -> List[AbRun]:
-    """Check the plan, draw the training samples and record the plan."""
+def prepare(plan: AbPlan, replace: bool = False) -> List[AbRun]:
+    """Check the plan, refuse to replace finished runs of other settings
+    unless told to ([SLA-E145]), draw the training samples and record the plan."""
     plan.check()
+    if not replace:
+        check_nothing_replaced(plan.output_dir, plan.runs(), plan.samples_redrawn())
     files = draw_training_samples(plan.train_path, plan.sizes, plan.output_dir / "data", plan.sample_seed)
     write_atomically(plan.output_dir / PLAN, json.dumps(plan.to_json(), indent=2).encode("utf8"))
     record_outputs(plan.output_dir, [plan.output_dir / PLAN])
     return plan.runs(files)
 
 
-def dry_run_lines(runs: Sequence[AbRun]) -> Iterator[str]:
-    """Each run's commands, or that it is kept: after records are restored
-    into the output directory, the runs a call would still train."""
+def dry_run_lines(runs: Sequence[AbRun], replace: bool = False, redrawn: bool = False) -> Iterator[str]:
+    """Each run's status (earlier_runs.run_status: kept, would replace a
+    finished run of other settings, to train) and the commands of those
+    that train: after records are restored into the output directory, the
+    runs a call would still train. redrawn: the training samples will be
+    drawn again (AbPlan.samples_redrawn)."""
+    refused = 0
     for run in runs:
         if (run.run_dir / RUN_SETTINGS).exists() and not run.train_path.exists():
             yield f"{run.name}: kept if the training sample drawn into {run.train_path} is the recorded one"
             continue
-        if finished_settings(run) is not None:
-            yield f"{run.name}: kept (finished before with the same settings), nothing to run"
+        status = run_status(run, replace, redrawn)
+        yield f"{run.name}: {status}"
+        if status == KEPT:
             continue
-        yield f"{run.name}:"
+        refused += status.startswith(WOULD_REPLACE)
         yield "  " + " ".join(run.train_command()) + f"    ({RUN_CONFIG}: {run.config_path} with the run's settings)"
         yield "  " + " ".join(run.evaluate_command())
+    if refused:
+        yield (f"Without --replace this call is refused ([SLA-E145]): {refused} finished run(s) of other settings "
+               "would be replaced. Add --replace, or give another OUTPUT_DIR.")
 
 
 def is_reported(run: AbRun) -> bool:

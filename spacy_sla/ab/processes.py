@@ -8,10 +8,11 @@ import subprocess
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 from .children import recorded, tied_to_this_process
 
+WATCH_SECONDS = 1.0  # how often a watched child's progress is read
 STOP_GRACE_SECONDS = 20  # how long a stopped training child may take to exit before it is killed
 
 
@@ -69,7 +70,21 @@ def stop_process_group(process: "subprocess.Popen[bytes]") -> None:
     process.wait()
 
 
-def run_command(command: List[str], log_path: Optional[Path], record_path: Optional[Path] = None) -> None:
+def wait_watching(process: "subprocess.Popen[bytes]", watch: Optional[Callable[[], None]]) -> int:
+    """The child's exit status, calling watch every WATCH_SECONDS until it exits and once after."""
+    while watch is not None:
+        try:
+            returncode = process.wait(timeout=WATCH_SECONDS)
+        except subprocess.TimeoutExpired:
+            watch()
+            continue
+        watch()  # the lines written since the last call
+        return returncode
+    return process.wait()
+
+
+def run_command(command: List[str], log_path: Optional[Path], record_path: Optional[Path] = None,
+                watch: Optional[Callable[[], None]] = None) -> None:
     """Run a command, failing with CalledProcessError; its output goes to
     the terminal or, with log_path, to that file (a Ray worker has no
     terminal, and a failed run is reported with the log's tail). The
@@ -77,7 +92,8 @@ def run_command(command: List[str], log_path: Optional[Path], record_path: Optio
     process is interrupted (AbInterrupted, KeyboardInterrupt), and killed
     when this process dies (children.tied_to_this_process), so that no
     training goes on without the call that records it; with record_path,
-    its pid is kept there while it runs (children.recorded)."""
+    its pid is kept there while it runs (children.recorded); watch, if
+    given, is called every WATCH_SECONDS while it runs (the progress display)."""
     log = None
     try:
         if log_path is not None:
@@ -88,7 +104,7 @@ def run_command(command: List[str], log_path: Optional[Path], record_path: Optio
                                    start_new_session=True, preexec_fn=preexec_fn)
         try:
             with recorded(process, record_path):
-                returncode = process.wait()
+                returncode = wait_watching(process, watch)
         except BaseException:
             stop_process_group(process)
             raise

@@ -26,6 +26,8 @@ from .evaluation import CONFIG_CORPUS, EVALUATION_VERSION
 from .failures import EVALUATE, TRAIN, RunFailure, failure_message, read_failure, repeating_failure
 from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
 from .processes import AbInterrupted, run_command
+from .progress import ProgressDisplay
+from .progress_logger import PROGRESS_FILE
 from .variant_blocks import REFERENCE
 
 RUN_SETTINGS = "run.json"
@@ -117,10 +119,10 @@ def has_setting(config: Dict[str, Any], dotted: str) -> bool:
 
 
 def run_config(run: AbRun) -> Config:
-    """The variant's config with the run's data, seed and overrides, and a
-    second logger beside the config's own that keeps every evaluation as a
-    JSON line (spaCy's ConsoleLogger.v3 with an output file, chained with
-    spacy-loggers' ChainLogger.v1), so the report can show the dev curve."""
+    """The variant's config with the run's data, seed and overrides, and two
+    loggers beside the config's own (spacy-loggers' ChainLogger.v1): each
+    evaluation as a JSON line for the report's dev curve (ConsoleLogger.v3),
+    and the progress shown while the run trains (progress_logger.py)."""
     config = load_config(run.config_path, interpolate=False)
     settings = {"paths.train": str(run.train_path), "paths.dev": str(run.dev_path), "system.seed": run.seed}
     settings.update({key: value for key, value in run.overrides.items() if has_setting(config, key)})
@@ -131,6 +133,7 @@ def run_config(run: AbRun) -> Config:
         "logger1": training.get("logger") or {"@loggers": "spacy.ConsoleLogger.v1", "progress_bar": False},
         "logger2": {"@loggers": "spacy.ConsoleLogger.v3", "progress_bar": None, "console_output": False,
                     "output_file": str(run.run_dir / TRAIN_LOG)},
+        "logger3": {"@loggers": "spacy-sla.ProgressLogger.v1", "path": str(run.run_dir / PROGRESS_FILE)},
     }
     return config
 
@@ -152,22 +155,21 @@ def finished_settings(run: AbRun) -> Optional[Dict[str, Any]]:
     return record
 
 
-def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False) -> Dict[str, Any]:
+def train(run: AbRun, log_path: Optional[Path] = None, force: bool = False,
+          watch: Optional[Callable[[], None]] = None) -> Dict[str, Any]:
     """Train one run with `spacy train` (unless it finished before with the
-    same settings); returns its run.json."""
+    same settings), calling watch while it trains; returns its run.json."""
     if not force:
         kept = finished_settings(run)
         if kept is not None:
             return {**kept, "kept": True}
     check_no_live_trainer(run.run_dir, run.name)
     run.run_dir.mkdir(parents=True, exist_ok=True)
-    (run.run_dir / RUN_SETTINGS).unlink(missing_ok=True)
-    (run.run_dir / EVALUATION).unlink(missing_ok=True)
-    (run.run_dir / TRAIN_LOG).unlink(missing_ok=True)  # spaCy's logger would refuse to overwrite it
-    (run.run_dir / STRATA_FILE).unlink(missing_ok=True)
+    for name in (RUN_SETTINGS, EVALUATION, TRAIN_LOG, PROGRESS_FILE, STRATA_FILE):  # TRAIN_LOG: spaCy's logger
+        (run.run_dir / name).unlink(missing_ok=True)  # would refuse to overwrite it
     write_atomically(run.run_dir / RUN_CONFIG, run_config(run).to_str(interpolate=False).encode("utf8"))
     started = time.perf_counter()
-    run_command(run.train_command(), log_path, run.run_dir / TRAINER_RECORD)
+    run_command(run.train_command(), log_path, run.run_dir / TRAINER_RECORD, watch)
     record = {"settings": run.settings(), "train_data": file_fingerprint(run.train_path),
               "train_seconds": round(time.perf_counter() - started, 2)}
     write_atomically(run.run_dir / RUN_SETTINGS, json.dumps(record, indent=2).encode("utf8"))
@@ -290,10 +292,11 @@ class AbResult:
         return self.status == "failed"
 
 
-def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -> AbResult:
+def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False,
+            watch: Optional[Callable[[], None]] = None) -> AbResult:
     """Train and evaluate one run; never raises for a failed run (its
     result says why), so a grid goes on. With logs, the commands' output
-    goes to the run's train.log and evaluate.log."""
+    goes to the run's train.log and evaluate.log; watch is called while it trains."""
     started = time.perf_counter()
     previous = os.getcwd()
     if working_dir is not None:
@@ -303,7 +306,7 @@ def execute(run: AbRun, working_dir: Optional[str] = None, logs: bool = False) -
     stage = TRAIN
     try:
         import_user_code(run.code_path)  # the mask strata load the model in this process
-        record = train(run, run.run_dir / TRAIN_OUTPUT if logs else None)
+        record = train(run, run.run_dir / TRAIN_OUTPUT if logs else None, watch=watch)
         kept = bool(record.get("kept"))  # train() checked finished_settings (a hash of the training data) once
         stage = EVALUATE
         evaluation = evaluate(run, run.run_dir / EVALUATE_OUTPUT if logs else None)
@@ -352,17 +355,21 @@ def run_sequentially(runs: Sequence[AbRun], report: Callable[[str], None] = prin
     """Every run in order, its output in its own logs (train.log,
     evaluate.log) and a line for each here; once a failure is of a kind that
     every further run would repeat (repeating_failure), the others are not
-    started: their results are NOT_RUN, with the reason."""
+    started: their results are NOT_RUN, with the reason. While a run trains,
+    its progress is shown (progress.ProgressDisplay, on stdout)."""
     results: List[AbResult] = []
+    display = ProgressDisplay(runs, lambda other: (other.run_dir / RUN_SETTINGS).exists())
     arms = list(dict.fromkeys(run.variant for run in runs))
     for position, run in enumerate(runs, 1):
         report(f"[{position}/{len(runs)}] {run.name}: " + " ".join(run.train_command())
                + f"    (output: {run.run_dir / TRAIN_OUTPUT}, {run.run_dir / EVALUATE_OUTPUT})")
         try:
-            result = execute(run, logs=True)
+            result = execute(run, logs=True, watch=display.watch(run, position))
         except AbInterrupted as stop:
+            display.finished(NOT_RUN, 0.0)
             stop.run_name = run.name
             raise
+        display.finished(result.status, result.seconds)
         results.append(result)
         report(progress_line(position, len(runs), result))
         reason = repeating_failure(results, arms) if result.failed else None

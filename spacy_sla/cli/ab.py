@@ -18,10 +18,12 @@ from spacy_sla.ab.runs import NOT_RUN, AbResult, execute_logged, lost_run, not_r
 from spacy_sla.variants import variant_names
 
 from ..ab.configs import init_variant_configs
+from ..ab.earlier_runs import runs_to_train
 from ..ab.errors import Errors
 from ..ab.lock import hold_output_dir, live_holder
 from ..ab.manifest import MANIFEST, edited_arms, manifest_variants
 from ..ab.report import write_report
+from ..ab.timing import TIME_STEPS, estimate_lines
 from ..ab.variant_blocks import VARIANT_OPTIONS, parse_sla_layers
 from ..tool_support.user_code import check_registered, import_user_code
 from ._app import CODE_HELP, sla_cli
@@ -92,7 +94,9 @@ def ab_cli(
     best: bool = Opt(False, "--best", help="Score model-best (chosen on the dev set) instead of model-last"),
     resamples: int = Opt(10000, "--resamples", help="Draws of the dev documents for the bootstrap"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU id, or -1 for the CPU"),
-    dry_run: bool = Opt(False, "--dry-run", help="List the runs and their commands, run nothing"),
+    dry_run: bool = Opt(False, "--dry-run", help="List the runs (kept, would replace, to train) and their commands, and estimate their time (--time-steps); nothing is written to OUTPUT_DIR"),
+    time_steps: int = Opt(TIME_STEPS, "--time-steps", help="With --dry-run: train the first run to train for this many steps, in a temporary folder, to estimate the time of the runs (0: no estimate)"),
+    replace: bool = Opt(False, "--replace", help="Train again the finished runs in OUTPUT_DIR whose settings differ from this call's (refused without it); the others are kept"),
     report_only: bool = Opt(False, "--report-only", help="Train nothing: write the report of the seeds every variant has finished so far (while the others train, or after an interruption)"),
     ray: bool = Opt(False, "--ray", help="Run every run as a Ray task: on a local Ray instance, or on --ray-address"),
     ray_address: Optional[str] = Opt(None, "--ray-address", help="A Ray cluster to join (implies --ray)"),
@@ -128,7 +132,15 @@ def ab_cli(
         if dry_run:
             plan.check()
             _warn_of_edited_arms(plan)
-            for line in dry_run_lines(plan.runs()):
+            for warning in plan.budget_warnings():
+                msg.warn(warning)
+            runs, redrawn = plan.runs(), plan.samples_redrawn()
+            for line in dry_run_lines(runs, replace, redrawn):
+                print(line)
+            holder = live_holder(output_dir)
+            busy = None if holder is None else (f"pid {holder.get('pid')} on {holder.get('host')} is training into "
+                                                f"{output_dir}, and a timing run would slow it down")
+            for line in estimate_lines(runs, runs_to_train(runs, redrawn), time_steps, train_path, busy):
                 print(line)
             return
         if report_only:
@@ -136,7 +148,7 @@ def ab_cli(
             return
         with stop_on_signals(), hold_output_dir(output_dir, notify=msg.warn):
             _compare(plan, ray or ray_address is not None, ray_address, ray_cpus_per_run, ray_gpus_per_run,
-                     no_figure, by_mask)
+                     no_figure, by_mask, replace)
     except AbInterrupted as stop:
         msg.fail(Errors.E063.format(signal=str(stop), run=stop.run_name or "no run had started"), exits=128 + stop.signum)
     except (ValueError, OSError) as error:
@@ -144,10 +156,12 @@ def ab_cli(
 
 
 def _compare(plan: AbPlan, ray: bool, ray_address: Optional[str], ray_cpus_per_run: float, ray_gpus_per_run: float,
-             no_figure: bool, by_mask: bool) -> None:
+             no_figure: bool, by_mask: bool, replace: bool = False) -> None:
     """Check, train and evaluate every run, and write the report (OUTPUT_DIR held)."""
-    runs = prepare(plan)
+    runs = prepare(plan, replace)
     _warn_of_edited_arms(plan)
+    for warning in plan.budget_warnings():
+        msg.warn(warning)
     if ray:
         from ..tool_support.ray_session import run_grid
 

@@ -239,8 +239,8 @@ def test_overwrite_replaces_its_own_files_and_ab_takes_only_the_manifests_arms(u
     train, dev = write_data(tmp_path)
     result = runner.invoke(app, ab_args(config_dir, tmp_path / "out", train, dev, "--dry-run"))
     assert result.exit_code == 0, result.output
-    assert [line for line in result.output.splitlines() if line.endswith("seed0:")] == ["vanilla/seed0:",
-                                                                                       "sla/seed0:"]
+    assert [line for line in result.output.splitlines() if line.endswith("seed0: to train")] == [
+        "vanilla/seed0: to train", "sla/seed0: to train"]
     result = runner.invoke(app, ab_args(config_dir, tmp_path / "out", train, dev, "--variants", "window",
                                         "--dry-run"))
     assert result.exit_code == 1 and "[SLA-E056]" in result.output and "window" in result.output, result.output

@@ -4,6 +4,8 @@ evaluate` on the saved models, every score's bootstrap statistic adds up to
 the scorer's full-set value, Ray gives the sequential report, and bad input
 is refused before anything is trained, leaving no report."""
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+from spacy_sla.ab.budget import rising_at_the_end, rising_curve_warnings
 from spacy_sla.ab.comparison import main_score
 from spacy_sla.ab.data import read_docbin_corpus
 from spacy_sla.ab.mask_strata import GAP, RESTRICTED, STRATA_FILE, UNRESTRICTED
@@ -51,7 +54,7 @@ def ab(config_dir: Path, output_dir: Path, train: Path, dev: Path, tiny_bert: Pa
         "--seeds", SEEDS, "--resamples", "300", "--components.transformer.model.name", str(tiny_bert),
         "--training.max_steps", "4", "--training.eval_frequency", "2", "--training.batcher.size", "300",
         "--training.accumulate_gradient", "1", "--training.optimizer.learn_rate.warmup_steps", "1",
-        "--no-figure", *extra])
+        "--training.optimizer.learn_rate.total_steps", "4", "--no-figure", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +134,12 @@ def test_the_report_shows_curves_cost_and_verdicts(comparison):
     assert text.startswith("# Does SLA help this pipeline?\n\n**sla**: ") and "(interval needs 3 seeds)" in text
     assert "Transformer `" in text and "max_steps 4" in text and "Dev curve" in text
     # every run's main score is the one its training logged at its last step, for the same model
-    assert report["warnings"] == [] and "4 of 4 checked runs agree" in text
+    assert not [warning for warning in report["warnings"] if "[SLA-W010]" in warning or "[SLA-W018]" in warning]
+    assert "4 of 4 checked runs agree" in text
+    # a dev curve still rising at the last evaluation is named ([SLA-W019]), and only then
+    rising = [arm for arm, curve in section["curves"].items() if rising_at_the_end(curve)]
+    assert [warning for warning in report["warnings"] if "[SLA-W019]" in warning] == (
+        [rising_curve_warnings(section["curves"], ["vanilla", "sla"], "")[0]] if rising else [])
 
 
 @pytest.mark.slow
@@ -163,7 +171,51 @@ def test_a_second_call_keeps_every_run(comparison, tiny_bert):
     result = ab(root / "configs", root / "out", train, dev, tiny_bert, "--seeds", "0,1,2", "--dry-run")
     assert result.exit_code == 0, result.output
     assert result.output.count("kept (finished before with the same settings)") == 4
-    assert "sla/seed2:\n" in result.output and "spacy train" in result.output
+    assert "sla/seed2: to train\n" in result.output and "spacy train" in result.output
+    # and how long the two runs of seed 2 will take, from a few steps of vanilla/seed2 timed in a temporary folder
+    (estimate,) = [line for line in result.output.splitlines() if line.startswith("Time: ")]
+    assert re.match(r"Time: about \S+ to train the 2 run\(s\) left, \S+ each \(vanilla/seed2 timed over 6 steps: "
+                    r"\d+\.\d\d s a step, \d+\.\d s an evaluation \(3 a run\)", estimate), estimate
+    assert not (root / "out" / "vanilla" / "seed2").exists()
+
+
+@pytest.mark.slow
+def test_replace_trains_again_only_the_runs_it_named(comparison, tiny_bert):
+    """A call with another budget is refused and changes nothing; with
+    --replace and seed 0 it retrains seed 0's runs, and seed 1's finished
+    runs of the earlier budget are left as they were."""
+    root, train, dev = comparison
+    output = root / "replaced"
+    shutil.copytree(root / "out", output)
+
+    def files(seed: int):
+        return {str(path.relative_to(output)): path.read_bytes()
+                for variant in ("vanilla", "sla") for path in sorted((output / variant / f"seed{seed}").rglob("*"))
+                if path.is_file()}
+
+    everything = {str(path.relative_to(output)): path.read_bytes() for path in output.rglob("*") if path.is_file()}
+    result = ab(root / "configs", output, train, dev, tiny_bert, "--training.max_steps", "2")
+    assert result.exit_code == 1 and "[SLA-E145]" in result.output, result.output
+    assert "(training.max_steps: 4 -> 2)" in " ".join(result.output.split())
+    assert {str(path.relative_to(output)): path.read_bytes() for path in output.rglob("*") if path.is_file()} \
+        == everything
+    seed1 = files(1)
+    result = ab(root / "configs", output, train, dev, tiny_bert, "--training.max_steps", "2", "--seeds", "0",
+                "--replace")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("trained and evaluated") == 2
+    assert files(1) == seed1
+    # the output is not a terminal: one plain progress line per evaluation (steps 0 and 2), read from the child
+    progress = [line for line in result.output.splitlines() if re.match(r"\[\d/2\] \w+/seed0: step \d", line)]
+    assert [line.split(":")[0] for line in progress] == ["[1/2] vanilla/seed0"] * 2 + ["[2/2] sla/seed0"] * 2
+    assert re.fullmatch(r"\[1/2\] vanilla/seed0: step 2/2, loss transformer \S+ tagger \S+ .*, score \d\.\d\d "
+                        r"\(step 2\), \S+ elapsed, run ~00:00 left, A/B ~\S+ left \(from this run\)", progress[1])
+    assert progress[3].endswith("A/B ~00:00 left (from 1 run(s) trained)")
+    for variant in ("vanilla", "sla"):
+        record = json.loads((output / variant / "seed0" / "run.json").read_text(encoding="utf8"))
+        assert record["settings"]["overrides"]["training.max_steps"] == 2
+        assert json.loads((output / variant / "seed0" / "train-log.jsonl").read_text(
+            encoding="utf8").splitlines()[-1])["step"] == 2
 
 
 @pytest.mark.slow
