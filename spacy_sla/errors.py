@@ -58,6 +58,15 @@ class Warnings(metaclass=SLACodes):
         "pipeline directory you trust as you trust code you install; "
         "without it, such a pipeline is refused with [SLA-E047]."
     )
+    W016 = (
+        "The parse of {n_docs} Doc(s) is degenerate: in each of its {n_trees} "
+        "sentence(s) of {min_tokens} or more tokens, one token heads all "
+        "the others, so the SLA masks carry no syntax. The usual cause is a "
+        "parser sourced without the tok2vec it listens to: source that too, "
+        "or give the parser its own copy first (`nlp.replace_listeners("
+        "\"tok2vec\", \"parser\", [\"model.tok2vec\"])` on the pipeline it "
+        "comes from). This warning is shown once per component."
+    )
     W013 = (
         "The parser pipeline '{name}' is not installed, so {copy}, an "
         "MIT-licensed copy of it from the package index, is used in its "

@@ -28,7 +28,7 @@ from typing import Callable, Iterator, List, Optional, Tuple
 
 from ..tool_support.files import write_atomically
 from .errors import Errors
-from .lock import process_record, read_holder, record_alive
+from .lock import DamagedRecord, damaged_record_error, process_record, read_holder, record_alive, recorded_pid
 
 TRAINER_RECORD = "trainer.json"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -63,12 +63,17 @@ def _parent_death_signal(parent: int) -> Callable[[], None]:
 
 def check_no_live_trainer(run_dir: Path, run_name: str) -> None:
     """Refuse ([SLA-E098]) to start a run whose trainer from an earlier call
-    still runs; a record of a trainer that is gone is removed."""
+    still runs ([SLA-E135] for a damaged record); a record of a trainer that
+    is gone is removed."""
     record_path = run_dir / TRAINER_RECORD
     record = read_holder(record_path)
     if record is None:
         return
-    if record.get("pid") is not None and record_alive(record):
+    try:
+        alive = recorded_pid(record) is not None and record_alive(record)
+    except DamagedRecord as error:
+        raise ValueError(damaged_record_error(record_path, run_dir, error)) from None
+    if alive:
         raise ValueError(Errors.E098.format(run=run_name, pid=record["pid"], host=record.get("host", "an unknown host"),
                                             record=record_path))
     record_path.unlink(missing_ok=True)

@@ -225,6 +225,13 @@ class Errors(metaclass=SLACodes):
         "(`kill {pid}` on {host}), then run the command again; if that host "
         "is gone, delete {record}."
     )
+    E135 = (
+        "{record} is damaged: its pid, {pid}, is not a process id (a whole "
+        "number above 1), so whether the process that wrote it still runs "
+        "cannot be told, and it is not taken as one: nothing was started. "
+        "Make sure that no other call is still writing into {place}, then "
+        "delete {record} and run the command again."
+    )
     E100 = (
         "{run} failed at the {stage} step: {error}{where}. {same_way} Log: "
         "{log}. Fix the cause and run the same command again: finished runs "

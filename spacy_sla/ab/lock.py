@@ -4,7 +4,9 @@ directory. A second call is refused with [SLA-E053] while that process lives;
 a lock left by a process that is gone (killed with SIGKILL, a machine that
 rebooted) is taken over. `spacy sla annotate` holds its OUTPUT_DIR the same
 way, with its own lock file and error (lock_name, in_use); record_alive
-tells whether the process of a pid record (a lock's, a trainer's) runs."""
+tells whether the process of a pid record (a lock's, a trainer's) runs, and
+recorded_pid is the one reader of a record's pid: a pid no process can have
+is a damaged record ([SLA-E135]), never a process to signal."""
 import json
 import os
 import socket
@@ -16,6 +18,31 @@ from typing import Any, Callable, Dict, Iterator, Optional, Type
 from .errors import Errors
 
 LOCK_FILE = ".ab.lock"
+# pid_t is a C int; 0, -1 and 1 are no process to check: os.kill(0) and
+# os.kill(-1) reach whole process groups, 1 is init.
+PID_BOUND = 2**31
+
+
+class DamagedRecord(ValueError):
+    """A pid record whose pid no process can have."""
+
+
+def recorded_pid(record: Dict[str, Any]) -> Optional[int]:
+    """The pid of a pid record; None where it has none (a lock being
+    written). DamagedRecord for a pid that is not a whole number above 1
+    and below PID_BOUND (a bool, 0, -1, 1, a string, 2**40): this software
+    never writes one, and taken as a process it would be alive forever or
+    overflow os.kill."""
+    pid = record.get("pid")
+    if pid is None and "pid" not in record:
+        return None
+    if type(pid) is not int or not 1 < pid < PID_BOUND:
+        raise DamagedRecord(json.dumps(pid))
+    return pid
+
+
+def damaged_record_error(record_path: Path, place: Path, error: DamagedRecord) -> str:
+    return Errors.E135.format(record=record_path, pid=error, place=place)
 
 
 def _start_ticks(pid: int) -> Optional[int]:
@@ -53,9 +80,10 @@ def process_record(pid: int) -> Dict[str, Any]:
 
 def record_alive(holder: Dict[str, Any]) -> bool:
     """Whether the process of a record (process_record) still runs; a
-    record of another host, or without a pid, is taken as alive."""
-    pid = holder.get("pid")
-    if not isinstance(pid, int) or holder.get("host") != socket.gethostname():
+    record of another host, or without a pid, is taken as alive.
+    DamagedRecord for a pid no process can have."""
+    pid = recorded_pid(holder)
+    if pid is None or holder.get("host") != socket.gethostname():
         return True  # nothing to check it by: taken as alive, the error says how to remove it
     if not process_alive(pid):
         return False
@@ -78,9 +106,13 @@ def read_holder(lock: Path) -> Optional[Dict[str, Any]]:
 
 
 def live_holder(output_dir: Path, lock_name: str = LOCK_FILE) -> Optional[Dict[str, Any]]:
-    """The record of a live process holding output_dir, else None."""
+    """The record of a live process holding output_dir, else None;
+    [SLA-E135] for a damaged record."""
     holder = read_holder(output_dir / lock_name)
-    return holder if holder is not None and record_alive(holder) else None
+    try:
+        return holder if holder is not None and record_alive(holder) else None
+    except DamagedRecord as error:
+        raise ValueError(damaged_record_error(output_dir / lock_name, output_dir, error)) from None
 
 
 def _refusal(output_dir: Path, lock: Path, holder: Dict[str, Any], in_use: str,
@@ -130,7 +162,11 @@ def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print, loc
             holder = read_holder(lock)
             if holder is None:
                 continue
-            if record_alive(holder):
+            try:
+                alive = record_alive(holder)
+            except DamagedRecord as error:
+                raise error_type(damaged_record_error(lock, output_dir, error)) from None
+            if alive:
                 raise _refusal(output_dir, lock, holder, in_use, error_type) from None
             if _take_over(lock, holder):
                 notify(f"Took over {lock}: its process (pid {holder.get('pid')} on {holder.get('host')}) "

@@ -23,22 +23,27 @@ write; such a file at an output name is refused.
 Inputs, chosen by suffix, as `spacy apply` reads them (except plain text,
 which here has one document per line):
 - `.jsonl`: one JSON object per line, its text in `text_key`; the other fields
-  are kept (in the JSONL output's records; in doc.user_data["input_fields"]);
+  are kept (in the JSONL output's records; in doc.user_data["input_fields"]),
+  and a record with a field that the JSONL output writes is refused before
+  anything is written ([SLA-E136]);
 - `.spacy`: the Docs of a DocBin, annotated as they are (the tokenizer does
   not run again, as in `spacy apply`);
 - anything else: UTF-8 text, one document per line.
-Blank lines are skipped. A bad line (not UTF-8, not a JSON object, no text),
-or a document that the pipeline cannot take (longer than nlp.max_length, a
-lone surrogate in its text) or a shard cannot hold (a field with an integer
-beyond 64 bits in a .spacy shard) stops the job with [SLA-E096] naming
-FILE:LINE, or with on_error="skip" is skipped and reported, and every shard
-is written without it. One annotation at a time holds OUTPUT_DIR
+Blank lines are skipped. A bad line (not UTF-8, not a JSON object or JSON
+Python cannot hold, no text), or a document that the pipeline cannot take
+(longer than nlp.max_length, a lone surrogate in its text, one it fails on)
+or a shard cannot hold (a field with an integer beyond 64 bits in a .spacy
+shard) stops the job with [SLA-E096] naming FILE:LINE, or with
+on_error="skip" is skipped and reported, and every shard is written without
+it; a pipeline that fails on every document of a shard stops the job
+([SLA-E138]). One annotation at a time holds OUTPUT_DIR
 (.annotate.lock, as `spacy sla ab` holds its own; [SLA-E097]).
 
 Ray is imported only by annotate_on_ray, never by `import spacy_sla`.
 """
+from .input_file import plan_shards, read_lines
 from .output import MANIFEST
-from .run import annotate, annotate_on_ray, plan_shards, read_lines, worker_failure
+from .run import annotate, annotate_on_ray, worker_failure
 from .settings import (
     DEFAULT_FIELDS,
     FIELDS,

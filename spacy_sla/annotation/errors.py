@@ -72,3 +72,26 @@ class Errors(metaclass=SLACodes):
         "of this directory (e.g. on another host that is gone), delete "
         "{lock}."
     )
+    E136 = (
+        "{where} \"{key}\", which the annotation writes into every JSONL "
+        "record for --fields {fields} (with {writers}): the input's own "
+        "value would be lost. Nothing was written. Rename that field in the "
+        "input (or give another --text-key), leave {writers} out of "
+        "--fields, or write .spacy shards (--format spacy), which keep the "
+        "input's fields apart, in doc.user_data[\"input_fields\"]."
+    )
+    E137 = (
+        "The output directory {output_dir} is inside the pipeline's "
+        "directory {pipeline_dir}: the shards written there would change "
+        "the pipeline's files, so a second run would take it for another "
+        "pipeline and never resume (and the shards would travel with the "
+        "pipeline). Give an OUTPUT_DIR outside {pipeline_dir}."
+    )
+    E138 = (
+        "The pipeline {pipeline} failed on every one of the {n_docs} "
+        "documents of lines {first}-{last} of {path} (e.g. {reason}), so "
+        "the pipeline or the machine is at fault, not those lines: none was "
+        "skipped, and the shards written before are kept. Check the "
+        "pipeline on one of them (`nlp(text)`), fix the cause and run the "
+        "command again; it resumes with the missing shards."
+    )

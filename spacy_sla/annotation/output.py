@@ -4,7 +4,7 @@ import json
 import math
 import os
 import re
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -99,12 +99,18 @@ def make_output_dir(settings: AnnotateSettings) -> Path:
 def holding_output_dir(settings: AnnotateSettings, report: Callable[[str], None]) -> Iterator[Path]:
     """OUTPUT_DIR, made and held by this annotation while the block runs,
     as `spacy sla ab` holds its own (spacy_sla.ab.lock): another annotation
-    into it is refused with [SLA-E097] while this one lives."""
+    into it is refused with [SLA-E097] while this one lives, a directory in
+    which the lock cannot be written with [SLA-E076]."""
     from ..ab.lock import hold_output_dir  # the A/B library is imported only when an annotation runs
 
     output_dir = make_output_dir(settings)
-    with hold_output_dir(output_dir, notify=report, lock_name=LOCK_FILE, in_use=Errors.E097,
-                         error_type=AnnotationError):
+    with ExitStack() as held:
+        try:  # only taking the lock: an OSError of the block is the block's
+            held.enter_context(hold_output_dir(output_dir, notify=report, lock_name=LOCK_FILE, in_use=Errors.E097,
+                                               error_type=AnnotationError))
+        except OSError as error:
+            reason = f"its lock file {output_dir / LOCK_FILE} cannot be written ({error.strerror or error})"
+            raise AnnotationError(Errors.E076.format(output_dir=output_dir, reason=reason)) from error
         yield output_dir
 
 
@@ -173,8 +179,10 @@ def doc_fields(doc: Any, fields: Sequence[str]) -> Dict[str, Any]:
 
 # What packing a value for a shard raises: a lone surrogate in a string
 # (UnicodeEncodeError), an integer beyond 64 bits in a .spacy shard
-# (msgpack's OverflowError), a value of no JSON or msgpack type.
-UNWRITABLE = (UnicodeEncodeError, OverflowError, TypeError, ValueError)
+# (msgpack's OverflowError), a value of no JSON or msgpack type, a value
+# nested deeper than the packer's limit (json's RecursionError, msgpack's
+# ValueError).
+UNWRITABLE = (UnicodeEncodeError, OverflowError, TypeError, ValueError, RecursionError)
 
 
 def _pack(settings: AnnotateSettings, value: Any) -> bytes:
@@ -188,6 +196,8 @@ def _why_unwritable(error: Exception) -> str:
         return f"holds {error.object[error.start:error.end]!r}, a lone surrogate that UTF-8 cannot encode"
     if isinstance(error, OverflowError):
         return "holds an integer beyond 64 bits, which a .spacy shard cannot store (--format jsonl can)"
+    if isinstance(error, RecursionError) or "recursion" in str(error):
+        return "is nested too deeply to be written"
     return f"cannot be written ({type(error).__name__}: {error})"
 
 

@@ -1,6 +1,6 @@
-"""Running an annotation: the input cut into shards and read, the pipeline
-loaded once per worker, each shard annotated and written, in this process
-or on Ray."""
+"""Running an annotation: the pipeline loaded once per worker, each shard of
+the input (input_file.py) read, annotated and written, in this process or
+on Ray; a document the pipeline fails on is a bad line."""
 import json
 import re
 import time
@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..tool_support.files import write_atomically
 from .errors import Errors
+from .input_file import InputItem, plan_shards, read_lines
 from .output import (
     encode_shard,
     holding_output_dir,
@@ -20,78 +21,6 @@ from .output import (
     sort_bad_lines,
 )
 from .settings import AnnotateSettings, AnnotateSummary, AnnotationError, BadLine, Shard, ShardResult
-
-
-def plan_shards(settings: AnnotateSettings) -> List[Shard]:
-    """Cut the input into shards of shard_size lines (or Docs). For text and
-    JSONL only line boundaries are found here (the workers read and parse
-    their own byte ranges), so the driver never holds the data."""
-    path, size = Path(settings.input_path), settings.shard_size
-    if settings.input_format == "spacy":
-        from spacy.tokens import DocBin
-
-        try:
-            n_docs = len(DocBin().from_disk(path))
-        except (ValueError, KeyError, OSError) as error:
-            reason = f"it is not a DocBin ({' '.join(str(error).split()) or type(error).__name__})"
-            raise AnnotationError(Errors.E080.format(what="input", path=path, reason=reason,
-                                                     hint=" written by DocBin.to_disk or `spacy convert`")) from error
-        return [Shard(k, start, min(start + size, n_docs), start + 1)
-                for k, start in enumerate(range(0, n_docs, size))]
-    shards: List[Shard] = []
-    start = offset = n_lines = 0
-    with path.open("rb") as lines:
-        for line in lines:
-            offset += len(line)
-            n_lines += 1
-            if n_lines % size == 0:
-                shards.append(Shard(len(shards), start, offset, n_lines - size + 1))
-                start = offset
-    if offset > start:
-        shards.append(Shard(len(shards), start, offset, len(shards) * size + 1))
-    return shards
-
-
-InputItem = Tuple[int, Any, Optional[Dict[str, Any]]]  # (line, text or Doc, the JSONL record)
-
-
-def read_lines(settings: AnnotateSettings, shard: Shard) -> Tuple[List[InputItem], List[BadLine]]:
-    """The documents of a text or JSONL shard and its bad lines."""
-    with open(settings.input_path, "rb") as stream:
-        stream.seek(shard.start)
-        data = stream.read(shard.end - shard.start)
-    items: List[InputItem] = []
-    bad: List[BadLine] = []
-    raw_lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        raw_lines.pop()
-    for number, raw in enumerate(raw_lines, start=shard.first_line):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]  # a UTF-8 byte order mark
-        raw = raw[:-1] if raw.endswith(b"\r") else raw
-        try:
-            line = raw.decode("utf8")
-        except UnicodeDecodeError as error:
-            bad.append(BadLine(settings.input_path, number,
-                               f"not UTF-8 text (byte 0x{raw[error.start]:02x} at column {error.start + 1})"))
-            continue
-        if not line.strip():
-            continue
-        if settings.input_format == "text":
-            items.append((number, line, None))
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            bad.append(BadLine(settings.input_path, number, f"not JSON ({error.msg} at column {error.colno})"))
-            continue
-        if not isinstance(record, dict):
-            bad.append(BadLine(settings.input_path, number, f"not a JSON object but {type(record).__name__}"))
-        elif not isinstance(record.get(settings.text_key), str):
-            bad.append(BadLine(settings.input_path, number, f"no \"{settings.text_key}\" field with a string"))
-        else:
-            items.append((number, record[settings.text_key], record))
-    return items, bad
 
 
 def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
@@ -165,13 +94,42 @@ class ShardAnnotator:
             # Returned, not raised: the caller stops the job (a Ray task's
             # exception would reach the driver as text only).
             return ShardResult(shard.index, str(target), bad_lines=_in_order(bad), stopped=True)
-        docs = list(self.nlp.pipe([text for _, text, _ in fit], batch_size=settings.batch_size))
+        docs, failed = self._annotated(shard, [text for _, text, _ in fit])
+        if failed and len(failed) == len(fit) > 1:
+            raise AnnotationError(Errors.E138.format(pipeline=settings.pipeline, n_docs=len(fit), path=settings.input_path,
+                                                     first=fit[0][0], last=fit[-1][0], reason=failed[0]))
+        bad += [BadLine(settings.input_path, fit[position][0], problem) for position, problem in failed.items()]
+        if failed and settings.on_error == "stop":
+            return ShardResult(shard.index, str(target), bad_lines=_in_order(bad), stopped=True)
+        fit = [item for position, item in enumerate(fit) if position not in failed]
         data, unwritable = encode_shard(settings, docs, [record for _, _, record in fit])
         bad += [BadLine(settings.input_path, fit[position][0], problem) for position, problem in unwritable]
         if unwritable and settings.on_error == "stop":
             return ShardResult(shard.index, str(target), bad_lines=_in_order(bad), stopped=True)
         write_atomically(target, data)
         return ShardResult(shard.index, str(target), n_docs=len(docs) - len(unwritable), bad_lines=_in_order(bad))
+
+
+    def _annotated(self, shard: Shard, inputs: List[Any]) -> Tuple[List[Any], Dict[int, str]]:
+        """The annotated Docs of the inputs that the pipeline takes, and why
+        it failed on each other one (by position). A document that fails
+        fails its whole batch in nlp.pipe, so after a failure each input is
+        annotated alone (the Docs of a .spacy input read again, unchanged)."""
+        try:
+            return list(self.nlp.pipe(inputs, batch_size=self.settings.batch_size)), {}
+        except Exception:  # any failure of the pipeline on a document is that document's
+            pass
+        if self.settings.input_format == "spacy":
+            self._input_docs = None  # the failed batch may have annotated some of them part-way
+            inputs = self._spacy_docs(shard)
+        docs: List[Any] = []
+        failed: Dict[int, str] = {}
+        for position, item in enumerate(inputs):
+            try:
+                docs.append(self.nlp(item))
+            except Exception as error:  # whatever the pipeline raises on it
+                failed[position] = f"the pipeline failed on it ({type(error).__name__}: {' '.join(str(error).split())[:300]})"
+        return docs, failed
 
 
 def text_problem(text: Any, max_length: int) -> Optional[str]:

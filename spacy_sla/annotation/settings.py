@@ -1,6 +1,7 @@
 """What an annotation job is given and what it returns: the settings, their
 checks (run before anything is written or any worker starts), the shards
 of the input and the results."""
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -12,6 +13,10 @@ OUTPUT_FORMATS = ("spacy", "jsonl")
 FIELDS = ("entities", "cats", "tags", "pos", "deps", "gates")
 DEFAULT_FIELDS = ("entities", "cats", "tags")
 ON_ERROR = ("stop", "skip")
+# The keys each field writes into a JSONL output record (output.doc_fields):
+# the token-level ones come with the token texts they align with.
+WRITTEN_KEYS = {"entities": ("entities",), "cats": ("cats",), "tags": ("tokens", "tags"), "pos": ("tokens", "pos"),
+                "deps": ("tokens", "deps", "heads"), "gates": ("tokens", "gates")}
 
 
 class AnnotationError(ValueError):
@@ -95,6 +100,21 @@ class AnnotateSettings:
             raise AnnotationError(f"Unknown on_error '{self.on_error}': use stop or skip.")
         if self.batch_size < 1 or self.shard_size < 1:
             raise AnnotationError("The batch size and the shard size must be at least 1.")
+        if self.text_key in self.written_keys():
+            raise self.clash_error("--text-key names the field", self.text_key)
+        check_output_outside_pipeline(Path(self.output_dir), self.pipeline)
+
+    def written_keys(self) -> Tuple[str, ...]:
+        """The keys of a JSONL output record that the annotation writes;
+        a .spacy shard keeps the input's fields apart, so none."""
+        if self.output_format != "jsonl":
+            return ()
+        return tuple(dict.fromkeys(key for name in self.fields for key in WRITTEN_KEYS.get(name, ())))
+
+    def clash_error(self, where: str, key: str) -> AnnotationError:
+        writers = ", ".join(name for name in self.fields if key in WRITTEN_KEYS.get(name, ()))
+        return AnnotationError(Errors.E136.format(where=where, key=key, fields=",".join(self.fields),
+                                                  writers=writers))
 
     def resolved(self) -> "AnnotateSettings":
         """Absolute paths, so that workers in other directories (Ray) find
@@ -118,16 +138,41 @@ class AnnotateSettings:
 
 
 def check_readable(path: Path, what: str, hint: str) -> None:
-    """Refuse a path that is not a file that can be opened, before anything
-    is written or any worker starts."""
-    if path.is_dir():
-        raise AnnotationError(Errors.E080.format(what=what, path=path, reason="it is a directory", hint=hint))
+    """Refuse a path that is not a regular file that can be opened, before
+    anything is written or any worker starts: a named pipe or a device
+    cannot be cut into shards by offset (and opening a pipe waits for a
+    writer), so it is refused before it is opened."""
     try:
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a named pipe" if stat.S_ISFIFO(mode) else "a device or a socket"
+            reason = "it is a directory" if stat.S_ISDIR(mode) else f"it is {kind}, not a regular file"
+            raise AnnotationError(Errors.E080.format(what=what, path=path, reason=reason, hint=hint))
         with path.open("rb"):
             pass
     except OSError as error:
         reason = error.strerror or str(error)
         raise AnnotationError(Errors.E080.format(what=what, path=path, reason=reason, hint=hint)) from error
+
+
+def check_output_outside_pipeline(output_dir: Path, pipeline: str) -> None:
+    """Refuse an OUTPUT_DIR in the pipeline's directory ([SLA-E137]): the
+    pipeline's fingerprint covers its files, so the shards written there
+    would change it, and no run could resume."""
+    if pipeline.startswith("blank:"):
+        return
+    pipeline_dir = Path(pipeline) if Path(pipeline).is_dir() else installed_pipeline_dir(pipeline)
+    if pipeline_dir is None:
+        return
+    inside, outside = output_dir.resolve(), pipeline_dir.resolve()
+    if inside == outside or outside in inside.parents:
+        raise AnnotationError(Errors.E137.format(output_dir=output_dir, pipeline_dir=pipeline_dir))
+
+
+def installed_pipeline_dir(pipeline: str) -> Optional[Path]:
+    from spacy.util import get_package_path, is_package
+
+    return get_package_path(pipeline) if is_package(pipeline) else None
 
 
 def pipeline_files_fingerprint(pipeline: str) -> Dict[str, Any]:

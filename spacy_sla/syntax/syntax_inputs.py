@@ -16,7 +16,7 @@ from thinc.types import Ragged
 from ..data_classes import IGNORED_TARGET
 from ..errors import Errors, Warnings
 from .builders import BuilderKind, MaskBuilder, MissingParseError, builder_kind, builder_punct_rule
-from .doc_parses import has_complete_parse, shared_doc_trees
+from .doc_parses import FLAT_TREE_TOKENS, has_complete_parse, shared_doc_trees
 from .punctuation import PunctRule, authors_punctuation_pieces
 from .wordpieces import expand_to_pieces, parent_pieces, span_piece_pairs, wordpiece_visibility
 
@@ -263,11 +263,20 @@ def build_syntax_inputs(
             spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse, piece_strings
         )
         n_non_forest = batch.non_forest_docs()
-    if n_non_forest and (warned is None or "SLA-W003" not in warned):
-        warnings.warn(Warnings.W003.format(n_docs=n_non_forest))
-        if warned is not None:
-            warned.add("SLA-W003")
+        n_flat_docs, n_flat_trees = batch.flat_parses({id(span.doc): span.doc for span in spans}.values())
+    if n_non_forest:
+        _warn_once("SLA-W003", Warnings.W003.format(n_docs=n_non_forest), warned)
+    if n_flat_docs:
+        _warn_once("SLA-W016", Warnings.W016.format(n_docs=n_flat_docs, n_trees=n_flat_trees,
+                                                    min_tokens=FLAT_TREE_TOKENS), warned)
     return inputs
+
+
+def _warn_once(code: str, message: str, warned: Optional[Set[str]]) -> None:
+    if warned is None or code not in warned:
+        warnings.warn(message)
+        if warned is not None:
+            warned.add(code)
 
 
 def _build(

@@ -68,6 +68,18 @@ def test_a_reused_pid_is_no_live_trainer(tmp_path, live_process):
     assert not record.exists()
 
 
+@pytest.mark.parametrize("pid", [0, -1, 1, "4242", 2**40, False, None], ids=repr)
+def test_a_trainer_record_whose_pid_no_process_can_have_is_damaged_and_never_killed(tmp_path, pid):
+    record = tmp_path / TRAINER_RECORD
+    record.write_text(json.dumps({**process_record(os.getpid()), "pid": pid}), encoding="utf8")
+    with pytest.raises(ValueError) as refused:
+        check_no_live_trainer(tmp_path, "vanilla/seed0")
+    message = str(refused.value)
+    assert message.startswith(f"[SLA-E135] {record} is damaged: its pid, {json.dumps(pid)}, is not a process id")
+    assert "kill" not in message and f"writing into {tmp_path}" in message
+    assert record.exists()  # left for the user to judge
+
+
 # A parent that starts a child as `spacy sla ab` starts `spacy train`, and
 # waits for it; the child writes its pid to argv[1] and sleeps.
 PARENT = """

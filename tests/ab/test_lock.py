@@ -10,7 +10,7 @@ from typing import List
 
 import pytest
 
-from spacy_sla.ab.lock import LOCK_FILE, hold_output_dir, read_holder
+from spacy_sla.ab.lock import LOCK_FILE, DamagedRecord, hold_output_dir, live_holder, read_holder, recorded_pid
 
 
 @pytest.fixture
@@ -46,3 +46,39 @@ def test_a_reused_pid_does_not_hold_the_lock(tmp_path, live_process):
     with hold_output_dir(output, notify=notes.append):
         assert read_holder(output / LOCK_FILE)["pid"] == os.getpid()
     assert notes and not (output / LOCK_FILE).exists()
+
+
+# pids no process can have: process groups and every process to os.kill (0, -1), init (1), no number, beyond pid_t
+DAMAGED_PIDS = [0, -1, 1, "4242", 2**40, True, 1.5, None]
+
+
+@pytest.mark.parametrize("pid", DAMAGED_PIDS, ids=repr)
+def test_a_lock_whose_pid_no_process_can_have_is_a_damaged_record(tmp_path, pid):
+    output = tmp_path / "out"
+    output.mkdir()
+    lock = output / LOCK_FILE
+    lock.write_text(json.dumps({"pid": pid, "host": socket.gethostname()}), encoding="utf8")
+    with pytest.raises(ValueError) as refused:
+        with hold_output_dir(output, notify=pytest.fail):
+            pytest.fail("a damaged lock was taken")
+    message = str(refused.value)
+    assert message.startswith(f"[SLA-E135] {lock} is damaged: its pid, {json.dumps(pid)}, is not a process id")
+    assert f"delete {lock}" in message and "kill" not in message
+    assert read_holder(lock) == {"pid": pid, "host": socket.gethostname()}  # left as it was
+    with pytest.raises(ValueError, match=r"\[SLA-E135\]"):
+        live_holder(output)  # what `spacy sla ab --report-only` asks
+
+
+@pytest.mark.parametrize("record,pid", [({"pid": 4242}, 4242), ({"pid": 2**31 - 1}, 2**31 - 1), ({}, None),
+                                        ({"host": "elsewhere"}, None)])
+def test_a_pid_record_names_a_process_id_or_none(record, pid):
+    assert recorded_pid(record) == pid
+
+
+@pytest.mark.parametrize("pid", [2, 2**31, "x"])
+def test_the_pid_bounds_are_those_of_pid_t(pid):
+    if pid == 2:
+        assert recorded_pid({"pid": pid}) == 2
+    else:
+        with pytest.raises(DamagedRecord):
+            recorded_pid({"pid": pid})

@@ -3,7 +3,11 @@ pipeline replaced at its path, --overwrite deletes only what the manifest
 says was written (never the input, never the user's own files), and bad
 paths are refused with coded errors before anything is written."""
 import json
+import os
 import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -163,6 +167,9 @@ def test_an_output_directory_that_is_a_file_is_refused(pipeline, tmp_path):
 @pytest.mark.parametrize("problem,code", [
     ("input is a directory", "SLA-E080"),
     ("input is not a DocBin", "SLA-E080"),
+    ("input is a named pipe", "SLA-E080"),
+    ("output is in the pipeline", "SLA-E137"),
+    ("text key is written", "SLA-E136"),
     ("code file is missing", "SLA-E080"),
     ("pipeline has no config", "SLA-E081"),
     ("pipeline is a file", "SLA-E081"),
@@ -176,6 +183,13 @@ def test_bad_paths_are_refused_before_anything_is_written(pipeline, tmp_path, pr
     elif problem == "input is not a DocBin":
         input_path = tmp_path / "input.spacy"
         input_path.write_bytes(b"not a DocBin")
+    elif problem == "input is a named pipe":  # refused before it is opened, which would wait for a writer
+        input_path = tmp_path / "input.jsonl"
+        os.mkfifo(input_path)
+    elif problem == "output is in the pipeline":
+        output = pipeline / "annotated"
+    elif problem == "text key is written":
+        options["text_key"] = "entities"
     elif problem == "code file is missing":
         options["code_path"] = str(tmp_path / "missing.py")
     elif problem == "pipeline has no config":
@@ -220,3 +234,61 @@ def test_a_ray_workers_coded_error_reaches_the_driver_in_one_line():
     died = Exception("\x1b[36mThe worker died unexpectedly\x1b[39m (out of memory)\nmore lines")
     assert str(worker_failure(died)).startswith(
         "[SLA-E084] Annotating on Ray stopped: a worker failed (The worker died unexpectedly (out of memory)).")
+
+
+@pytest.mark.parametrize("pid", [0, -1, 1, "4242", 2**40, True])
+def test_a_damaged_lock_is_said_to_be_damaged_and_no_kill_is_advised(pipeline, tmp_path, pid):
+    from spacy_sla.annotation.output import LOCK_FILE
+
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / LOCK_FILE).write_text(json.dumps({"pid": pid, "host": socket.gethostname()}), encoding="utf8")
+    with pytest.raises(AnnotationError) as refused:
+        run(pipeline, write_input(tmp_path / "input.txt"), output)
+    message = str(refused.value)
+    assert message.startswith(f"[SLA-E135] {output / LOCK_FILE} is damaged: its pid, {json.dumps(pid)}, is not")
+    assert "kill" not in message
+    assert sorted(path.name for path in output.iterdir()) == [LOCK_FILE]
+
+
+# Annotates into an existing OUTPUT_DIR that the process may not write into
+# (argv: the input, the output directory).
+INTO_A_READ_ONLY_DIR = """
+import sys
+from spacy_sla.annotation import AnnotateSettings, AnnotationError, annotate
+try:
+    annotate(AnnotateSettings(pipeline="blank:en", input_path=sys.argv[1], output_dir=sys.argv[2]))
+except AnnotationError as error:
+    print(error)
+"""
+
+
+def test_an_existing_read_only_output_directory_is_refused_at_the_lock(tmp_path):
+    """Permissions do not hold root back: as root, the annotation runs
+    without the capability to override them."""
+    input_path, output = write_input(tmp_path / "input.txt"), tmp_path / "out"
+    output.mkdir(mode=0o555)
+    command = [sys.executable, "-c", INTO_A_READ_ONLY_DIR, str(input_path), str(output)]
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("root writes into any directory, and setpriv (util-linux), which runs it without that "
+                        "capability, is not installed")
+        command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *command]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    said = " ".join(result.stdout.split())
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert said.startswith(f"[SLA-E076] Cannot use {output} as the annotation's output directory: its lock "
+                           f"file {output / '.annotate.lock'} cannot be written (Permission denied)")
+    assert list(output.iterdir()) == []
+
+
+def test_the_keys_each_field_writes_are_the_keys_of_its_annotation():
+    from spacy.tokens import Doc
+
+    from spacy_sla.annotation.output import doc_fields
+    from spacy_sla.annotation.settings import FIELDS, WRITTEN_KEYS
+
+    doc = Doc(spacy.blank("en").vocab, words=["A", "dog"], heads=[1, 1], deps=["det", "ROOT"])
+    assert sorted(WRITTEN_KEYS) == sorted(FIELDS)
+    for name in FIELDS:
+        assert sorted(doc_fields(doc, [name])) == sorted(WRITTEN_KEYS[name]), name

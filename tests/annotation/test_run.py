@@ -11,6 +11,7 @@ from typing import Dict, List
 import pytest
 import spacy
 from spacy.cli._util import app
+from spacy.language import Language
 from spacy.tokens import DocBin
 from spacy.training import Example
 from typer.testing import CliRunner
@@ -252,6 +253,59 @@ def test_with_on_error_stop_a_document_that_cannot_be_written_stops_the_job_nami
     assert (summary.n_docs, summary.n_resumed, [line.line for line in summary.bad_lines]) == (5, 1, [5])
 
 
+@Language.component("sla_test_fails_on_boom")
+def fails_on_boom(doc):
+    """Fails a document with "boom" in its text, as a model fails on an input it cannot take."""
+    if "boom" in doc.text:
+        raise IndexError("index out of range in self")
+    return doc
+
+
+@pytest.fixture(scope="module")
+def failing_pipeline(tmp_path_factory) -> Path:
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "GPE", "pattern": "Paris"}])
+    nlp.add_pipe("sla_test_fails_on_boom")
+    path = tmp_path_factory.mktemp("failing") / "pipeline"
+    nlp.to_disk(path)
+    return path
+
+
+@pytest.mark.parametrize("input_format", ["jsonl", "spacy"])
+def test_a_document_the_pipeline_fails_on_is_a_bad_line(failing_pipeline, tmp_path, input_format):
+    texts = ["In Paris.", "A boom here.", "Near Paris.", "No boom."]
+    if input_format == "jsonl":
+        path = tmp_path / "input.jsonl"
+        path.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts), encoding="utf8")
+    else:
+        path = tmp_path / "input.spacy"
+        nlp = spacy.blank("en")
+        DocBin(docs=[nlp.make_doc(text) for text in texts]).to_disk(path)
+    with pytest.raises(AnnotationError) as stopped:
+        annotate(settings(failing_pipeline, path, tmp_path / "stopped"), report=lambda _: None)
+    assert str(stopped.value).startswith(f"[SLA-E096] {path}:2: the pipeline failed on it (IndexError: index out of "
+                                         "range in self)")
+    output = tmp_path / "out"
+    summary = annotate(settings(failing_pipeline, path, output, on_error="skip", shard_size=3), report=lambda _: None)
+    assert (summary.n_docs, [line.line for line in summary.bad_lines]) == (2, [2, 4])
+    docs = [doc for shard in sorted(output.glob("shard-*.spacy"))
+            for doc in DocBin().from_disk(shard).get_docs(spacy.blank("en").vocab)]
+    assert [(doc.text, [ent.text for ent in doc.ents]) for doc in docs] == [("In Paris.", ["Paris"]),
+                                                                           ("Near Paris.", ["Paris"])]
+
+
+def test_a_pipeline_that_fails_on_every_document_of_a_shard_skips_none(failing_pipeline, tmp_path):
+    path = tmp_path / "input.txt"
+    path.write_text("In Paris.\nNear Paris.\nA boom.\nAnother boom.\n", encoding="utf8")
+    output = tmp_path / "out"
+    with pytest.raises(AnnotationError) as stopped:
+        annotate(settings(failing_pipeline, path, output, on_error="skip", shard_size=2), report=lambda _: None)
+    assert str(stopped.value).startswith(f"[SLA-E138] The pipeline {failing_pipeline} failed on every one of the 2 "
+                                         f"documents of lines 3-4 of {path} (e.g. the pipeline failed on it "
+                                         "(IndexError: index out of range in self))")
+    assert sorted(path.name for path in output.iterdir()) == ["annotate.json", "shard-00000.spacy"]
+
+
 @pytest.fixture
 def live_process():
     process = subprocess.Popen(["sleep", "600"])
@@ -301,8 +355,8 @@ def sla_pipeline(tiny_bert, tmp_path_factory) -> Path:
     nlp.get_pipe("textcat").initialize(lambda: examples, nlp=nlp)
     optimizer = nlp.create_optimizer()
     frozen = [name for name in nlp.pipe_names if name not in ("sla_transformer", "textcat")]
-    for _ in range(3):
-        nlp.update(examples, sgd=optimizer, exclude=frozen, annotates=["parser"])
+    for _ in range(3):  # the parser listens to the tok2vec: without it, it would parse every token to one head
+        nlp.update(examples, sgd=optimizer, exclude=frozen, annotates=["tok2vec", "parser"])
     path = tmp_path_factory.mktemp("sla") / "pipeline"
     nlp.to_disk(path)
     return path

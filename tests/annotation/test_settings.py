@@ -86,3 +86,33 @@ def test_the_manifest_changes_with_what_decides_the_shards_only(pipeline, texts)
     (pipeline / "meta.json").write_text(json.dumps({**meta, "version": "9.9.9"}), encoding="utf8")
     assert base.manifest(2)["pipeline_fingerprint"] != before
     assert str(BadLine("in.jsonl", 3, "not JSON")) == "in.jsonl:3: not JSON"
+
+
+@pytest.mark.parametrize("where", ["the pipeline", "below it", "below a link to it"])
+def test_an_output_directory_in_the_pipeline_is_refused(pipeline, texts, tmp_path, where):
+    output_dir = {"the pipeline": pipeline, "below it": pipeline / "a" / "b",
+                  "below a link to it": tmp_path / "link" / "out"}[where]
+    (tmp_path / "link").symlink_to(pipeline)
+    with pytest.raises(AnnotationError) as refused:
+        AnnotateSettings(pipeline=str(pipeline), input_path=str(texts), output_dir=str(output_dir)).check()
+    assert str(refused.value).startswith(f"[SLA-E137] The output directory {output_dir} is inside the pipeline's "
+                                         f"directory {pipeline}")
+    # beside it, or with a name that only starts like it: accepted
+    for beside in (tmp_path / "out", tmp_path / "pipeline-annotated"):
+        AnnotateSettings(pipeline=str(pipeline), input_path=str(texts), output_dir=str(beside)).check()
+
+
+@pytest.mark.parametrize("fields,output_format,refused", [
+    (("tags",), "jsonl", True), (("deps",), "jsonl", True), (("entities",), "jsonl", False),
+    (("tags",), "spacy", False),
+])
+def test_a_text_key_that_a_field_writes_is_refused_for_jsonl_output(pipeline, texts, fields, output_format,
+                                                                     refused):
+    options = settings(pipeline, texts, fields=fields, output_format=output_format, text_key="tokens")
+    if not refused:
+        options.check()
+        return
+    with pytest.raises(AnnotationError) as error:
+        options.check()
+    assert str(error.value).startswith(f'[SLA-E136] --text-key names the field "tokens", which the annotation '
+                                       f"writes into every JSONL record for --fields {fields[0]} (with {fields[0]})")

@@ -223,3 +223,29 @@ def test_threads_sharing_the_cache_get_the_sequential_answers():
             got = list(pool.map(lambda job: job[0](job[1]), jobs[::-1]))[::-1]
         for answer, want in zip(got, expected):
             assert (answer == want).all()
+
+
+def flat_doc(n_words: int, head: int = 1) -> Doc:
+    """Every token headed by one token: what a parser that reads nothing gives."""
+    return Doc(english_vocab(), words=[f"w{i}" for i in range(n_words)], heads=[head] * n_words,
+               deps=["ROOT" if i == head else "dep" for i in range(n_words)])
+
+
+@pytest.mark.parametrize("doc,counts", [
+    (flat_doc(7), (1, 1)),
+    (flat_doc(6), (0, 0)),  # short: a star is a common correct parse ("Go home now, please.")
+    (parsed_doc(english_vocab(), ["The", "cat", "sat", "on", "the", "mat", "."], [1, 2, 2, 2, 5, 3, 2]), (1, 0)),
+    (Doc.from_docs([flat_doc(9), flat_doc(3), flat_doc(8, head=7)]), (2, 2)),
+    (Doc.from_docs([flat_doc(9), parsed_doc(english_vocab(), [f"w{i}" for i in range(8)], [1, 2, 3, 4, 5, 6, 7, 7])]),
+     (2, 1)),
+    (Doc(english_vocab(), words=[f"w{i}" for i in range(9)]), (0, 0)),  # no parse
+])
+def test_long_trees_and_the_flat_ones_are_counted(doc, counts):
+    assert doc_parse(doc).long_trees() == counts
+
+
+def test_a_batch_is_degenerate_only_where_every_long_tree_is_flat():
+    flat, other = flat_doc(9), parsed_doc(english_vocab(), [f"w{i}" for i in range(8)], [1, 2, 3, 4, 5, 6, 7, 7])
+    for docs, expected in [([flat, flat_doc(12)], (2, 2)), ([flat, other], (0, 0)), ([flat_doc(3)], (0, 0))]:
+        with shared_doc_trees() as batch:
+            assert batch.flat_parses(docs) == expected

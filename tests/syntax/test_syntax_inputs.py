@@ -1,6 +1,7 @@
 """SyntaxInputs, the per-span wordpiece matrices of a padded batch (checked
 on construction, stripped of padding, copied to torch), and their making
 from the spans' token matrices."""
+import warnings
 from unittest.mock import patch
 
 import numpy
@@ -211,3 +212,36 @@ def test_to_torch_copies_each_input_with_its_dtype():
     assert tensors["guide_mask"] is None
     assert tensors["parent_targets"].tolist() == targets.tolist()
     assert tensors["local_restricted"].tolist() == [True, False]
+
+
+def test_a_degenerate_parse_is_warned_of_once_per_component(model):
+    """One head for every token of a long sentence (a parser sourced without
+    the tok2vec it listens to gives that): [SLA-W016]; not for a real parse,
+    nor for a short sentence whose correct parse is such a star."""
+    vocab = english_vocab()
+    words = ["The", "cat", "sat", "on", "the", "mat", "."]
+    flat = Doc(vocab, words=words, heads=[1] * 7, deps=["nsubj", "ROOT", "dobj", "conj", "conj", "conj", "punct"])
+    real = Doc(vocab, words=words, heads=[1, 2, 2, 2, 5, 3, 2], deps=["det", "nsubj", "ROOT", "prep", "det", "pobj",
+                                                                       "punct"])
+    short_star = Doc(vocab, words=["Go", "home", "now", "."], heads=[0, 0, 0, 0], deps=["ROOT", "advmod", "advmod",
+                                                                                          "punct"])
+
+    def build(spans, warned=None):
+        wordpieces, align = model.tokenize(spans)
+        build_syntax_inputs(spans, align, wordpieces.lengths, wordpieces.input_ids.shape[1],
+                            local=SyntaxMask(punct_rule="spacy"), warned=warned)
+
+    warned: set = set()
+    with pytest.warns(UserWarning) as caught:
+        build([flat[:]])
+        build([flat[:], short_star[:]])
+        build([flat[:]], warned)
+        build([flat[:]], warned)  # the same component: warned already
+    messages = [str(warning.message) for warning in caught]
+    assert messages[0].startswith("[SLA-W016] The parse of 1 Doc(s) is degenerate: in each of its 1 sentence(s) of 7 "
+                                  "or more tokens, one token heads all the others")
+    assert messages == [messages[0]] * 3 and warned == {"SLA-W016"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for spans in ([real[:]], [real[:], flat[:]], [short_star[:]]):
+            build(spans)
