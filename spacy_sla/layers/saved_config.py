@@ -24,8 +24,7 @@ from transformers import PretrainedConfig
 from ..errors import Errors, Warnings
 from .family_adapters import check_model_type
 
-FLOAT_TYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-               "float64": torch.float64}
+FLOAT_TYPES = ("float16", "bfloat16", "float32", "float64")
 TORCH_DTYPE = "torch_dtype"
 # "<list>.<index>." in a weight's name: an entry of a module list (the layers)
 LIST_ENTRY = re.compile(r"(.*?)\.(\d+)\.")
@@ -38,7 +37,7 @@ def check_torch_dtype(config: Mapping[str, Any]) -> None:
     transformers would look it up in torch ("load" is torch.load) and make
     it the default dtype while it builds."""
     value = config.get(TORCH_DTYPE)
-    if value is not None and value not in FLOAT_TYPES:
+    if value is not None and not (isinstance(value, str) and value in FLOAT_TYPES):
         raise ValueError(Errors.E125.format(value=repr(value)[:80], types=", ".join(FLOAT_TYPES)))
 
 

@@ -282,7 +282,14 @@ def gates_only(state):
     return {key: value for key, value in state.items() if ".gate." in key}
 
 
+QUERY = "transformer.encoder.layer.0.attention.self.query.weight"
+
+
 def wrong_shape(state):
+    state[QUERY] = state[QUERY][:, :8]
+
+
+def narrow_embeddings(state):
     state[WORD_EMBEDDINGS] = state[WORD_EMBEDDINGS][:, :8]
 
 
@@ -303,8 +310,10 @@ def foreign_weight(state):
                  r"transformer\.embeddings\.word_embeddings\.weight"),
     (foreign_weight, r"\[SLA-E092\].*0 weight\(s\) of the encoder are missing.*1 weight\(s\) in them are not "
                      r"the encoder's \(transformer\.pooler\.extra\.weight\)"),
-    (wrong_shape, r"\[SLA-E093\].*word_embeddings\.weight is float32 of shape \([0-9]+, 8\), where the encoder "
-                  r"its config builds has float32 of shape \([0-9]+, 32\)"),
+    (wrong_shape, r"\[SLA-E093\].*layer\.0\.attention\.self\.query\.weight is float32 of shape \(32, 8\), where the "
+                  r"encoder its config builds has float32 of shape \(32, 32\)"),
+    (narrow_embeddings, r"\[SLA-E122\].*config sets hidden_size = 32, where its saved weights hold 8 in the shape of "
+                        r"its word embeddings"),
     (integers, r"\[SLA-E093\].*word_embeddings\.weight is int64 of shape"),
     (not_a_number, r"\[SLA-E094\].*word_embeddings\.weight holds 1 value"),
     (lambda state: list(state.values()), r"\[SLA-E091\].*weights are a list"),
