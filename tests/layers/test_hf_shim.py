@@ -617,3 +617,113 @@ def test_a_saved_pipeline_whose_tokenizer_needs_sentencepiece_gets_a_coded_error
     assert message.startswith(f"[SLA-E005] Could not load the transformer '{model}': XLMRobertaTokenizer requires "
                               "the SentencePiece library"), message
     assert "`pip install spacy-sla[sentencepiece]`" in message
+
+
+# --- consent wherever trust_remote_code comes from, at load and at initialize ------
+
+def model_with_shipped_config(tiny_bert: Path, destination: Path, marker: Path) -> Path:
+    """A copy of the tiny model whose config.json names a config class in a
+    Python file beside it (auto_map); importing that file creates `marker`."""
+    import shutil
+
+    shutil.copytree(tiny_bert, destination)
+    config = json.loads((destination / "config.json").read_text(encoding="utf8"))
+    config["auto_map"] = {"AutoConfig": "shipped_config.ShippedConfig"}
+    (destination / "config.json").write_text(json.dumps(config), encoding="utf8")
+    (destination / "shipped_config.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).touch()\nfrom transformers import BertConfig\n\n\n"
+        "class ShippedConfig(BertConfig):\n    pass\n", encoding="utf8")
+    return destination
+
+
+def uninitialized_pipeline(model: Path, destination: Path, **settings: Any) -> Path:
+    """A pipeline saved before its SLA transformer was initialized (its saved
+    model has no config and has_transformer = false), whose config.cfg names
+    `model` with the settings given."""
+    sla_nlp(model, initialize=False, **settings).to_disk(destination)
+    return destination
+
+
+@pytest.mark.parametrize("setting", ["transformer_config", "tokenizer_config"])
+def test_an_uninitialized_saved_pipeline_that_asks_for_code_is_refused_at_load(tiny_bert, tmp_path, setting,
+                                                                               monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    marker = tmp_path / "code-ran"
+    model = model_with_shipped_config(tiny_bert, tmp_path / "model", marker)
+    pipeline = uninitialized_pipeline(model, tmp_path / "pipeline", **{setting: {"trust_remote_code": True}})
+    with pytest.raises(ValueError, match=rf"\[SLA-E047\].*\(the transformer's {setting} in its config.cfg sets "
+                                         r"trust_remote_code"):
+        spacy.load(pipeline)
+    assert not marker.exists()
+
+
+def test_trust_remote_code_in_the_transformer_config_of_a_loaded_pipeline_is_refused(saved_pipeline, tmp_path,
+                                                                                     monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", lambda shim: None)
+    config = spacy.util.load_config(tampered / "config.cfg", interpolate=False)
+    config["components"]["sla_transformer"]["model"]["transformer_config"]["trust_remote_code"] = True
+    config.to_disk(tampered / "config.cfg", interpolate=False)
+    with pytest.raises(ValueError, match=r"\[SLA-E047\].*transformer_config in its config.cfg sets trust_remote_code"):
+        spacy.load(tampered)
+
+
+def test_the_saved_model_settings_of_an_uninitialized_pipeline_ask_for_consent(tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    pipeline = uninitialized_pipeline(tiny_bert, tmp_path / "pipeline")
+
+    def trust_in_saved_settings(shim):
+        shim["_init_tokenizer_config"] = {"trust_remote_code": True}
+
+    tampered = tampered_copy(pipeline, tmp_path / "tampered", trust_in_saved_settings)
+    with pytest.raises(ValueError, match=r"\[SLA-E047\].*tokenizer_config in its saved model sets trust_remote_code"):
+        spacy.load(tampered)
+
+
+@pytest.mark.parametrize("how", ["nlp.initialize", "pipe.initialize", "source"])
+def test_initializing_a_loaded_component_asks_for_consent_again(tiny_bert, tmp_path, monkeypatch, how):
+    """Loaded with consent, initialized without it: the model the loaded
+    config names is not imported ([SLA-E047]), whichever way the component
+    is initialized, also as a component sourced into another pipeline."""
+    marker = tmp_path / "code-ran"
+    model = model_with_shipped_config(tiny_bert, tmp_path / "model", marker)
+    pipeline = uninitialized_pipeline(model, tmp_path / "pipeline", transformer_config={"trust_remote_code": True})
+    monkeypatch.setenv("SPACY_SLA_TRUST_REMOTE_CODE", "1")
+    with pytest.warns(UserWarning, match=r"\[SLA-W005\]"):
+        nlp = spacy.load(pipeline)
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE")
+    with pytest.raises(ValueError, match=r"\[SLA-E047\].*transformer_config in its config.cfg sets trust_remote_code"):
+        if how == "nlp.initialize":
+            nlp.initialize()
+        elif how == "pipe.initialize":
+            nlp.get_pipe("sla_transformer").initialize(lambda: [])
+        else:
+            other = spacy.blank("en")
+            other.add_pipe("sla_transformer", source=nlp)
+            other.initialize()
+    assert not marker.exists()
+
+
+def test_a_loaded_component_naming_a_model_with_code_never_runs_it_without_consent(tiny_bert, tmp_path,
+                                                                                  monkeypatch):
+    """No setting asks for code, and the model the loaded config names ships
+    some: transformers is told not to trust it (rather than left to ask on
+    the terminal), so it builds its own class of the model type."""
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    marker = tmp_path / "code-ran"
+    model = model_with_shipped_config(tiny_bert, tmp_path / "model", marker)
+    nlp = spacy.load(uninitialized_pipeline(model, tmp_path / "pipeline"))
+    nlp.initialize()
+    assert not marker.exists()
+    assert type(nlp.get_pipe("sla_transformer").model.transformer.config).__name__ == "BertConfig"
+
+
+def test_a_component_built_from_the_users_own_config_follows_it(tiny_bert, tmp_path, monkeypatch):
+    """Training from a model name (a config the user wrote, not a loaded
+    directory) needs no variable: its trust_remote_code is the user's."""
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    marker = tmp_path / "code-ran"
+    model = model_with_shipped_config(tiny_bert, tmp_path / "model", marker)
+    with pytest.raises(Exception):  # the shipped config class has no model class: the code ran before that
+        sla_nlp(model, transformer_config={"trust_remote_code": True})
+    assert marker.exists()
