@@ -5,13 +5,12 @@ import numpy
 import pytest
 import spacy
 import torch
+from layers.file_reads import opened_files
 from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_sla import SLATransformer
 from spacy_sla.layers import SyntaxAwareTransformer
-
-from layers.file_reads import opened_files
 
 from util import (
     add_tagger_listener,
