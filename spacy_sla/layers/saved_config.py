@@ -16,7 +16,7 @@ and a tokenizer must give no token id beyond the embedding table's rows
 import re
 import warnings
 from collections import defaultdict
-from typing import Any, Dict, Mapping, Optional, Set
+from typing import Any, Dict, Mapping, Optional, Set, Tuple
 
 import torch
 from transformers import PretrainedConfig
@@ -112,7 +112,7 @@ def _longest_module_list(state: Mapping[str, torch.Tensor]) -> int:
     return max((len(indices) for indices in entries.values()), default=0)
 
 
-def _shape_of(state: Mapping[str, torch.Tensor], endings: tuple) -> Optional[tuple]:
+def _shape_of(state: Mapping[str, torch.Tensor], endings: Tuple[str, ...]) -> Optional[Tuple[int, ...]]:
     shapes = [tuple(value.shape) for key, value in state.items() if key.endswith(endings)]
     return shapes[0] if len(shapes) == 1 and len(shapes[0]) == 2 else None
 
