@@ -74,6 +74,14 @@ class Warnings(metaclass=SLACodes):
         "use it, or name the copy (`--parser {copy}`) to silence this "
         "warning."
     )
+    W014 = (
+        "The SLA transformer's saved model config sets torch_dtype = "
+        "\"{saved}\", and its saved weights are built as {dtype}: the "
+        "saved weights decide the model's dtype (a {saved} model would hand "
+        "its listeners {saved} tensors, or take more memory than its "
+        "weights). The setting is ignored; save the pipeline again to write "
+        "the dtype it has. Half precision is mixed_precision's (autocast)."
+    )
 
 
 class Errors(metaclass=SLACodes):
@@ -190,6 +198,48 @@ class Errors(metaclass=SLACodes):
         "would bypass the checks of a saved SLA model. The pipeline directory "
         "was not written by spacy-sla or was tampered with; save the pipeline "
         "again with `nlp.to_disk` from a source you trust."
+    )
+    E122 = (
+        "The SLA transformer's saved model config sets {setting} = {value}, "
+        "where its saved weights hold {saved}. Nothing was built: the "
+        "config would build a model its weights do not fit (even on the "
+        "meta device, layers and tables cost memory and time). The model "
+        "config saved with the pipeline was changed: load only pipelines "
+        "from a source you trust, or retrain."
+    )
+    E123 = (
+        "The saved SLA transformer's weight {key} is {problem}, where "
+        "spacy-sla saves dense tensors that hold their own values. Nothing "
+        "was read from it. The pipeline directory was damaged or tampered "
+        "with: load only pipelines from a source you trust, or retrain."
+    )
+    E124 = (
+        "The SLA transformer's saved model is damaged: {reason}. Nothing "
+        "was loaded. The file is truncated or was changed after saving "
+        "(spacy-sla writes it with `nlp.to_disk`): save or copy the "
+        "pipeline again from a source you trust, or retrain."
+    )
+    E125 = (
+        "The SLA transformer's saved model config sets torch_dtype = "
+        "{value}, which is no floating-point type ({types}). Nothing was "
+        "built. The saved weights decide the model's dtype: remove the "
+        "setting from the model config, or save the pipeline again from a "
+        "source you trust."
+    )
+    E126 = (
+        "The SLA transformer's saved tokenizer gives token ids up to "
+        "{largest}, and its embedding table has {rows} rows: {count} "
+        "token(s) ({tokens}) would fail the first text that holds them. "
+        "Nothing was loaded. The tokenizer files or the model config saved "
+        "with the pipeline were changed: load only pipelines from a source "
+        "you trust, or save the pipeline again from a trusted copy."
+    )
+    E127 = (
+        "The SLA transformer's saved {name} at {path} is {problem}, where "
+        "spacy-sla writes a regular file inside the component's directory. "
+        "Nothing was read from it. Copy the pipeline with its files (`cp "
+        "-rL` follows links into real files) or save it again with "
+        "`nlp.to_disk`."
     )
 
     # Languages and models

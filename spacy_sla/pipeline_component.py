@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set
 
@@ -94,6 +95,25 @@ def make_sla_transformer(
     )
 
 
+def check_own_file(directory: Path, name: str) -> None:
+    """[SLA-E127] unless the component's saved file `name` is a regular file
+    inside `directory`, checked before it is opened: a link leading out of
+    it would make loading read (and saving the pipeline again copy) another
+    file, a device such as /dev/zero would be read until memory runs out,
+    a fifo would block. A missing file is left to the reader's own error."""
+    path = directory / name
+    if not os.path.lexists(path):
+        return
+    real = path.resolve()
+    if not real.is_relative_to(directory.resolve()):
+        problem = f"a link to {real}, outside the directory"
+    elif not real.is_file():
+        problem = "not a regular file (a device, a fifo, a socket or a folder)" if real.exists() else "a broken link"
+    else:
+        return
+    raise ValueError(Errors.E127.format(name=name, path=path, problem=problem))
+
+
 class SLATransformer(Transformer):
     """spacy-transformers' Transformer component, with a model that uses the
     Doc's dependency parse. Everything a TransformerListener relies on
@@ -156,6 +176,9 @@ class SLATransformer(Transformer):
             # loads it with Hugging Face's own loader, past the checks of
             # SLAShim.from_bytes; spacy-sla never saved that layout.
             raise ValueError(Errors.E049.format(path=Path(path) / "model"))
+        for name in ("model", "cfg"):
+            if name not in exclude:
+                check_own_file(Path(path), name)
         super().from_disk(path, exclude=exclude)
         self._restore_runtime_settings()
         return self

@@ -1,9 +1,11 @@
+import os
 import re
 
 import numpy
 import pytest
 import spacy
 import torch
+from layers.file_reads import opened_files
 from spacy.tokens import Doc
 from spacy.training import Example
 
@@ -269,3 +271,58 @@ def test_sentencepiece_families_align_each_token_with_the_pieces_that_spell_it(f
     for token in doc:
         aligned = [pieces[i] for i in align[token.i].dataXd.ravel()]
         assert token.lower_ in "".join(aligned).replace("\u2581", "").lower()
+
+
+# --- the component's own files: regular files inside its directory -----------------
+
+@pytest.fixture(scope="module")
+def saved_sla_pipeline(tiny_bert, tmp_path_factory):
+    path = tmp_path_factory.mktemp("own-files") / "pipeline"
+    sla_nlp(tiny_bert).to_disk(path)
+    return path
+
+
+def linked_copy(saved, destination, name, target):
+    """A copy of the saved pipeline whose sla_transformer/`name` is a
+    symbolic link to `target`."""
+    spacy.load(saved).to_disk(destination)
+    own = destination / "sla_transformer" / name
+    own.unlink()
+    own.symlink_to(target)
+    return destination
+
+
+@pytest.mark.parametrize("name", ["cfg", "model"])
+def test_a_component_file_linked_outside_its_directory_is_refused_unread(saved_sla_pipeline, tmp_path, name):
+    outside = tmp_path / "outside.json"
+    outside.write_bytes((saved_sla_pipeline / "sla_transformer" / name).read_bytes())
+    pipeline = linked_copy(saved_sla_pipeline, tmp_path / "linked", name, outside)
+    with opened_files() as opened:
+        with pytest.raises(ValueError, match=rf"\[SLA-E127\] The SLA transformer's saved {name} at .*linked/"
+                                             rf"sla_transformer/{name} is a link to {re.escape(str(outside))}, "
+                                             r"outside the directory"):
+            spacy.load(pipeline)
+    assert str(outside) not in opened and opened
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+@pytest.mark.parametrize("name", ["cfg", "model"])
+def test_a_component_file_that_is_a_device_or_a_fifo_is_refused_unread(saved_sla_pipeline, tmp_path, name):
+    pipeline = linked_copy(saved_sla_pipeline, tmp_path / "device", name, "/dev/zero")
+    with pytest.raises(ValueError, match=r"\[SLA-E127\].* is a link to /dev/zero, outside the directory"):
+        spacy.load(pipeline)
+    fifo = tmp_path / "device" / "sla_transformer" / name
+    fifo.unlink()
+    os.mkfifo(fifo)  # opening it would block until a writer comes
+    with pytest.raises(ValueError, match=r"\[SLA-E127\].* is not a regular file \(a device, a fifo"):
+        spacy.load(pipeline)
+
+
+def test_a_link_inside_the_component_directory_loads(saved_sla_pipeline, tmp_path):
+    pipeline = tmp_path / "inside"
+    spacy.load(saved_sla_pipeline).to_disk(pipeline)
+    own = pipeline / "sla_transformer"
+    (own / "cfg").rename(own / "cfg.json")
+    (own / "cfg").symlink_to("cfg.json")
+    nlp = spacy.load(pipeline)
+    assert len(trf_output(nlp(the_cat_sat(nlp.vocab)))) > 0

@@ -154,6 +154,9 @@ def save_tiny_model(
         # position ids start after the padding id
         config = MPNetConfig(hidden_size=hidden_size, vocab_size=len(vocab), max_position_embeddings=max_length + 2, **sizes)
         model, tokenizer_cls = MPNetModel(config), MPNetTokenizerFast
+        # the vocabulary's own unknown piece: MPNet's default "[UNK]" would be
+        # added past the embedding rows ([SLA-E126] when a pipeline loads)
+        tokenizer_options = {"unk_token": "<unk>"}
     elif model_type == "modernbert":
         # (transformers has ModernBERT from 4.48 on; the floors' tests do without it)
         from transformers import ModernBertConfig, ModernBertModel

@@ -39,9 +39,9 @@ def load_pipeline(settings: AnnotateSettings, gpu_id: int = -1) -> Any:
         spacy.require_gpu(gpu_id)
     try:
         nlp = spacy.load(settings.pipeline)
-    except (OSError, ValueError) as error:  # files that are missing or damaged, a factory not registered
-        raise AnnotationError(Errors.E083.format(pipeline=settings.pipeline,
-                                                 reason=" ".join(str(error).split()))) from error
+    except Exception as error:  # files missing or damaged (whatever a reader raises), a factory not registered
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise AnnotationError(Errors.E083.format(pipeline=settings.pipeline, reason=reason)) from error
     if "gates" in settings.fields:
         from spacy_sla import SLATransformer
 

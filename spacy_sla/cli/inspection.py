@@ -97,7 +97,7 @@ def _load(model: str) -> Language:
             f"({error.reason} at byte {error.start}); save it as UTF-8",
             exits=1,
         )
-    except (ValueError, EOFError) as error:
+    except Exception as error:  # ValueError from msgpack or JSON, EOFError from numpy, whatever a damaged file makes
         problem = _one_line(error) or type(error).__name__
         if not CODED_ERROR.match(problem):
             problem = f"{problem}; {DAMAGED_HINT}"

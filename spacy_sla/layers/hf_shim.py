@@ -1,5 +1,6 @@
 import os
 import pickle
+import re
 import traceback
 import warnings
 from contextlib import contextmanager
@@ -20,11 +21,13 @@ from transformers import AutoConfig, AutoTokenizer, PretrainedConfig
 from transformers.utils import is_sentencepiece_available
 
 from ..errors import Errors, TransformerLoadFixes, Warnings
-from .saved_state import built_on_meta, check_saved_state
+from .saved_config import check_config_sizes, check_token_ids, in_saved_dtype
+from .saved_state import built_on_meta, check_saved_state, check_state_entries
 from .saved_tokenizer import (
     TRUST_REMOTE_CODE,
     check_tokenizer_file_name,
     code_requests,
+    configured_code_requests,
     loadable_tokenizer_files,
     trusting_remote_code,
     vocab_file_contents,
@@ -32,8 +35,8 @@ from .saved_tokenizer import (
 from .syntax_aware_transformer import SyntaxAwareTransformer, is_added_key
 
 __all__ = [
-    "SLAShim", "check_config_and_tokenizer", "check_tokenizer_file_name", "coded_load_errors", "load_pretrained",
-    "loading_tokenizer_settings",
+    "SLAShim", "check_config_and_tokenizer", "check_tokenizer_file_name", "coded_load_errors", "damage_as_coded_error",
+    "load_pretrained", "loading_tokenizer_settings",
 ]
 
 # The only tokenizer setting spacy-transformers saves with a model; a saved
@@ -97,6 +100,8 @@ class SLAShim(HFShim):
             grad_scaler_config=dict(grad_scaler_config or {}),
             model_cls=SyntaxAwareTransformerClass(options),
         )
+        # whether the weights, or the settings to load them, came with a saved pipeline (from_bytes)
+        self.from_saved = False
 
     def predict(self, inputs: ArgsKwargs) -> Any:
         """PyTorchShim.predict without its switch back to training mode at the
@@ -109,34 +114,47 @@ class SLAShim(HFShim):
                 return self._model(*inputs.args, **inputs.kwargs)
 
     def from_bytes(self, bytes_data: bytes) -> "SLAShim":
-        msg = srsly.msgpack_loads(bytes_data)
+        msg = saved_message(bytes_data)
+        # Whatever the model is later initialized from came with a saved
+        # pipeline: SLATransformerModel's init asks for consent too.
+        self.from_saved = True
         config_dict = msg["config"]
+        configured = self._hfmodel._init_tokenizer_config or {}
+        configured_transformer = self._hfmodel._init_transformer_config or {}
         if not config_dict:
+            requests = configured_code_requests("its config.cfg", tokenizer_config=configured,
+                                                transformer_config=configured_transformer)
+            requests += configured_code_requests("its saved model", tokenizer_config=msg["_init_tokenizer_config"],
+                                                 transformer_config=msg["_init_transformer_config"])
+            if trusting_remote_code(requests):
+                warnings.warn(Warnings.W005)
             self._hfmodel = HFObjects(
                 None, None, None, msg["_init_tokenizer_config"], msg["_init_transformer_config"]
             )
             return self
         saved_files = dict(msg["tokenizer"])
         saved_settings = saved_files.pop("kwargs", {}) or {}
-        configured = self._hfmodel._init_tokenizer_config or {}
         with make_tempdir() as temp_dir:
             folder = temp_dir.absolute()
             tokenizer_files = loadable_tokenizer_files(saved_files, folder)
-            trust_remote_code = trusting_remote_code(code_requests(configured, config_dict, tokenizer_files))
+            requests = code_requests(configured, configured_transformer, config_dict, tokenizer_files)
+            trust_remote_code = trusting_remote_code(requests)
             if trust_remote_code:
                 warnings.warn(Warnings.W005)
+            state = check_state_entries(_saved_state(msg["state"]))
             config_file = folder / "config.json"
-            srsly.write_json(config_file, config_dict)
+            srsly.write_json(config_file, in_saved_dtype(config_dict, state))
             try:
                 config = self.config_cls.from_pretrained(config_file, trust_remote_code=trust_remote_code)
             except ValueError as error:
                 raise _remote_code_error(error, trust_remote_code) from None
-            state = _saved_state(msg["state"])
+            check_config_sizes(config, state)
 
             def build() -> SyntaxAwareTransformer:
                 return self.model_cls.from_config(config)
 
-            loadable_state = check_saved_state(built_on_meta(build), state, is_added_key)
+            on_meta = built_on_meta(build)
+            loadable_state = check_saved_state(on_meta, state, is_added_key)
             for name, contents in tokenizer_files.files.items():
                 (folder / name).write_bytes(contents)
             settings = loading_tokenizer_settings(saved_settings, trust_remote_code)
@@ -150,6 +168,7 @@ class SLAShim(HFShim):
                 if isinstance(error, ImportError):
                     raise
                 raise _remote_code_error(error, trust_remote_code) from None
+            check_token_ids(tokenizer, on_meta.transformer.get_input_embeddings().num_embeddings)
             tokenizer_files.restore_saved_values(tokenizer)
             vocab_contents = vocab_file_contents(tokenizer, folder)
         transformer = build()
@@ -163,6 +182,27 @@ class SLAShim(HFShim):
         return self
 
 
+def saved_message(data: bytes) -> Dict[str, Any]:
+    """The shim's saved message (HFShim.to_bytes's), with the fields that
+    from_bytes reads of the types it writes; [SLA-E124] for any other."""
+    msg = srsly.msgpack_loads(data)
+    if not isinstance(msg, dict) or not isinstance(msg.get("config"), dict):
+        raise ValueError(Errors.E124.format(reason="its shim holds no message with a config mapping"))
+    for field_name in ("_init_tokenizer_config", "_init_transformer_config"):
+        if not isinstance(msg.setdefault(field_name, {}), dict):
+            raise ValueError(Errors.E124.format(reason=f"its {field_name} is no mapping"))
+    if msg["config"]:
+        tokenizer = msg.get("tokenizer")
+        files_ok = isinstance(tokenizer, dict) and all(
+            isinstance(name, str) and isinstance(contents, bytes) for name, contents in tokenizer.items()
+            if name != "kwargs")
+        if not files_ok or not isinstance(tokenizer.get("kwargs", {}), dict):
+            raise ValueError(Errors.E124.format(reason="its tokenizer files are not a mapping of names to bytes"))
+        if not isinstance(msg.get("state"), bytes):
+            raise ValueError(Errors.E124.format(reason="its weights are not bytes"))
+    return msg
+
+
 def _saved_state(data: bytes) -> Any:
     """The saved weights, read onto the CPU with `weights_only=True`: tensors
     only, whatever torch's default; a pickled object is [SLA-E048]."""
@@ -170,6 +210,9 @@ def _saved_state(data: bytes) -> Any:
         return torch.load(BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
         raise ValueError(Errors.E048.format(reason=str(error).splitlines()[0])) from None
+    except Exception as error:  # truncated, or a tensor torch cannot rebuild (a shape beyond its storage, ...)
+        raise ValueError(Errors.E091.format(reason=f"unreadable ({type(error).__name__}: {first_line(error)})")) \
+            from None
 
 
 def _remote_code_error(error: ValueError, trust_remote_code: bool) -> ValueError:
@@ -266,13 +309,29 @@ def check_config_and_tokenizer(name: str, tokenizer_config: dict, hub_fix: str =
         AutoTokenizer.from_pretrained(name, **dict(tokenizer_config))
 
 
-def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict) -> HFObjects:
+def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict, from_saved: bool = False) -> HFObjects:
     """The tokenizer and encoder from a local directory or the hub; whatever
     prevents finding or reading them is [SLA-E005], which names what was
-    looked for and how to fix it."""
+    looked for and how to fix it. Where the settings came with a saved
+    pipeline (`from_saved`: a loaded or sourced component initialized),
+    trust_remote_code is the loading user's to give ([SLA-E047]), as when
+    it loads, and is passed as False otherwise."""
+    trust_remote_code = None
+    if from_saved:
+        requests = configured_code_requests("its config.cfg", tokenizer_config=tokenizer_config,
+                                            transformer_config=transformer_config)
+        trust_remote_code = trusting_remote_code(requests)
+        if trust_remote_code:
+            warnings.warn(Warnings.W005)
+        tokenizer_config = {**tokenizer_config, TRUST_REMOTE_CODE: trust_remote_code}
+        transformer_config = {**transformer_config, TRUST_REMOTE_CODE: trust_remote_code}
     try:
         with coded_load_errors(name):
             return huggingface_from_pretrained(name, dict(tokenizer_config), dict(transformer_config))
+    except ValueError as error:
+        if trust_remote_code is None:
+            raise
+        raise _remote_code_error(error, trust_remote_code) from None
     except TypeError as error:
         # spacy-transformers opens tokenizer.vocab_file, None for a fast
         # tokenizer read from tokenizer.json alone
@@ -281,3 +340,22 @@ def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict)
         fix = TransformerLoadFixes.VOCAB_FILE.format(vocab_file=_vocabulary_file_name(name, dict(tokenizer_config)))
         reason = "its tokenizer has no vocabulary file (tokenizer.vocab_file is None)"
         raise OSError(Errors.E005.format(name=name, reason=reason, fix=fix)) from error
+
+
+# A coded error of spacy-sla ("[SLA-E091] ...") or spaCy ("[E050] ...").
+CODED_ERROR = re.compile(r"\[(SLA-)?[EW][0-9]+\]")
+
+
+@contextmanager
+def damage_as_coded_error() -> Iterator[None]:
+    """Any error of reading a saved model that is not coded already (a
+    TypeError, EOFError, KeyError, RuntimeError, ... of its damaged bytes)
+    as [SLA-E124]; a missing library (ImportError) stays what it is."""
+    try:
+        yield
+    except (ImportError, MemoryError):
+        raise
+    except Exception as error:
+        if CODED_ERROR.match(str(error)):
+            raise
+        raise ValueError(Errors.E124.format(reason=f"{type(error).__name__}: {first_line(error)}")) from error

@@ -74,6 +74,13 @@ def is_path_setting(key: Any) -> bool:
     return isinstance(key, str) and bool(PATH_WORDS & set(key.lower().split("_")))
 
 
+def names_a_file(key: Any) -> bool:
+    """Whether a setting's value is a file (its name ends in a path word:
+    vocab_file, source_spm, vocab; not vocab_size): a number there is a file
+    descriptor to open(), anything but a name or null is refused."""
+    return isinstance(key, str) and key.lower().split("_")[-1] in PATH_WORDS
+
+
 def remote_code_consented() -> bool:
     """Whether the loading user allows code shipped with a pipeline to run:
     SPACY_SLA_TRUST_REMOTE_CODE=1 (or true, yes) in this process's
@@ -119,12 +126,12 @@ def loadable_tokenizer_files(files: Mapping[str, bytes], folder: Path) -> Loadab
             settings.pop(key, None)
         for key, value in list(settings.items()):
             if key == POSITIONAL_SETTINGS:
-                _check_nested(name, key, value, under_path=True)
+                _check_nested(name, key, value, under_path=True, names_file=True)
             elif is_path_setting(key) and isinstance(value, (str, list)):
                 settings[key] = _in_folder(name, key, value, files, folder)
                 result.saved_values[key] = value
             else:
-                _check_nested(name, key, value, under_path=False)
+                _check_nested(name, key, value, under_path=False, names_file=names_a_file(key))
         if "auto_map" in settings:
             result.code_requests.append(f"{name} names code in auto_map")
         result.files[name] = json.dumps(settings, ensure_ascii=False).encode("utf8")
@@ -153,37 +160,52 @@ def _in_folder(name: str, key: str, value: Any, files: Mapping[str, bytes], fold
     saved files in `folder`."""
     if isinstance(value, list):
         for index, item in enumerate(value):
-            _check_nested(name, f"{key}[{index}]", item, under_path=False)
+            _check_nested(name, f"{key}[{index}]", item, under_path=False, names_file=names_a_file(key))
         return [_in_folder(name, key, item, files, folder) if isinstance(item, str) else item for item in value]
     if value not in files:
         raise _outside(name, key, value, files)
     return str(folder / value)
 
 
-def _check_nested(name: str, dotted: str, value: Any, under_path: bool) -> None:
+def _check_nested(name: str, dotted: str, value: Any, under_path: bool, names_file: bool = False) -> None:
     """Refuse a string under a path setting inside another setting (e.g.
     sp_model_kwargs' model_file, which sentencepiece opens), and in
     init_inputs, which go to the tokenizer class positionally (the first
-    is its vocabulary file): transformers saves neither."""
-    if isinstance(value, dict):
+    is its vocabulary file): transformers saves neither. Where a file
+    belongs (`names_file`), anything but a name or null is refused:
+    open(3) reads this process's file descriptor 3, open(True) its stdout."""
+    if isinstance(value, dict) and not names_file:
         for key, item in value.items():
-            _check_nested(name, f"{dotted}.{key}", item, is_path_setting(key))
+            _check_nested(name, f"{dotted}.{key}", item, is_path_setting(key), names_a_file(key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check_nested(name, f"{dotted}[{index}]", item, under_path)
+            _check_nested(name, f"{dotted}[{index}]", item, under_path, names_file)
     elif under_path and isinstance(value, str):
         problem = (f"sets `{dotted}` to {value!r}, a path where transformers saves none; the tokenizer would "
                    "open it as a file")
         raise ValueError(Errors.E089.format(file=name, problem=problem))
+    elif names_file and value is not None and not isinstance(value, (str, list)):
+        opened = (f"open it as file descriptor {int(value)} of the loading process" if isinstance(value, int)
+                  else "pass it to open()")
+        problem = f"sets `{dotted}` to {value!r} (of type {type(value).__name__}), where a saved file's name belongs; " \
+                  f"the tokenizer would {opened}"
+        raise ValueError(Errors.E089.format(file=name, problem=problem))
 
 
-def code_requests(configured: Mapping[str, Any], model_config: Mapping[str, Any],
-                  tokenizer_files: LoadableTokenizerFiles) -> List[str]:
+def configured_code_requests(where: str, **settings: Any) -> List[str]:
+    """Why settings (tokenizer_config=..., transformer_config=...) ask to
+    run shipped code: any true value of trust_remote_code, which
+    transformers takes as consent ("yes" too)."""
+    return [f"the transformer's {name} in {where} sets trust_remote_code" for name, values in settings.items()
+            if isinstance(values, Mapping) and values.get(TRUST_REMOTE_CODE)]
+
+
+def code_requests(tokenizer_config: Mapping[str, Any], transformer_config: Mapping[str, Any],
+                  model_config: Mapping[str, Any], tokenizer_files: LoadableTokenizerFiles) -> List[str]:
     """Why loading would run code shipped with the pipeline: the pipeline's
     config asks for trust_remote_code, or its saved files name code."""
-    requests = []
-    if configured.get(TRUST_REMOTE_CODE) is True:
-        requests.append("the transformer's tokenizer_config in its config.cfg sets trust_remote_code")
+    requests = configured_code_requests("its config.cfg", tokenizer_config=tokenizer_config,
+                                        transformer_config=transformer_config)
     if "auto_map" in model_config:
         requests.append("its model config names code in auto_map")
     return requests + tokenizer_files.code_requests

@@ -23,7 +23,7 @@ from ..errors import Errors
 from ..syntax.builders import DistanceBuilder, MaskBuilder
 from ..syntax.syntax_inputs import SyntaxInputs, build_syntax_inputs, check_on_missing_parse
 from .family_adapters import attention_family
-from .hf_shim import SLAShim, load_pretrained
+from .hf_shim import SLAShim, damage_as_coded_error, load_pretrained
 from .syntax_aware_transformer import SyntaxAwareTransformer
 
 SpanGetter = Callable[[List[Doc]], List[List[Span]]]
@@ -150,6 +150,12 @@ class SLATransformerModel(Model):
     def _init_transformer_config(self) -> dict:
         return self.layers[0].shims[0]._hfmodel._init_transformer_config
 
+    def from_bytes(self, bytes_data: bytes) -> "SLATransformerModel":
+        """thinc's from_bytes, with any damage of the saved bytes as one
+        coded error ([SLA-E124]) instead of whatever parsing them raised."""
+        with damage_as_coded_error():
+            return super().from_bytes(bytes_data)
+
     def copy(self) -> "SLATransformerModel":
         """A deep copy with the same SLA settings and weights and a new id."""
         copied = SLATransformerModel(**{field.name: getattr(self.settings, field.name) for field in fields(self.settings)})
@@ -248,7 +254,9 @@ def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y=None) -> N
     _one_torch_thread_in_forked_children()
     if not model.attrs["has_transformer"]:
         name = model.settings.name
-        hf_objects = load_pretrained(name, model.settings.tokenizer_config, model.settings.transformer_config)
+        from_saved = model.layers[0].shims[0].from_saved
+        hf_objects = load_pretrained(name, model.settings.tokenizer_config, model.settings.transformer_config,
+                                     from_saved=from_saved)
         model.attrs["set_transformer"](model, hf_objects)
     # The width comes from a forward pass over a tiny input with global
     # attention: initialization needs no parse (spacy-transformers

@@ -49,8 +49,7 @@ def broken_pipelines(tiny_bert: Path, tmp_path_factory) -> Dict[str, Path]:
 
 def test_info_of_damaged_or_mismatched_pipelines_fails_in_one_line(broken_pipelines: Dict[str, Path]) -> None:
     truncated, mismatched, not_utf8 = (broken_pipelines[name] for name in ("truncated", "mismatched", "not_utf8"))
-    failed(cli("info", truncated), f"Could not load the pipeline '{truncated}'", "Unpack failed",
-           "truncated or damaged")
+    failed(cli("info", truncated), f"Could not load the pipeline '{truncated}': [SLA-E124]", "Unpack failed")
     output = failed(cli("info", mismatched), f"Could not load the pipeline '{mismatched}': [SLA-E006]",
                     "transformer.encoder.layer.1.attention.self.gate.weight")
     assert "truncated or damaged" not in output  # a coded error says itself what to do
@@ -75,3 +74,17 @@ def test_a_damaged_pipeline_fails_in_one_line_as_spacy_runs_it(broken_pipelines:
     result = run_module("info", broken_pipelines["truncated"])
     said = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1 and "Unpack failed" in said and "Traceback" not in said, said
+
+
+def test_any_load_failure_of_a_pipeline_fails_in_one_line(broken_pipelines: Dict[str, Path], tmp_path: Path) -> None:
+    """A component file that makes its reader raise a TypeError (a JSON list
+    as the component's cfg, which spacy-transformers updates a dict with):
+    the tool's one line, the hint for a damaged file, no traceback."""
+    pipeline = tmp_path / "list_cfg"
+    shutil.copytree(broken_pipelines["good"], pipeline)
+    (pipeline / "sla_transformer" / "cfg").write_text("[1, 2]", encoding="utf8")
+    failed(cli("info", pipeline), f"Could not load the pipeline '{pipeline}'", "dictionary update sequence",
+           "truncated or damaged")
+    result = run_module("info", pipeline)
+    said = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 1 and "Traceback" not in said and "Could not load the pipeline" in said, said

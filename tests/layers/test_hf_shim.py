@@ -282,7 +282,14 @@ def gates_only(state):
     return {key: value for key, value in state.items() if ".gate." in key}
 
 
+QUERY = "transformer.encoder.layer.0.attention.self.query.weight"
+
+
 def wrong_shape(state):
+    state[QUERY] = state[QUERY][:, :8]
+
+
+def narrow_embeddings(state):
     state[WORD_EMBEDDINGS] = state[WORD_EMBEDDINGS][:, :8]
 
 
@@ -303,8 +310,10 @@ def foreign_weight(state):
                  r"transformer\.embeddings\.word_embeddings\.weight"),
     (foreign_weight, r"\[SLA-E092\].*0 weight\(s\) of the encoder are missing.*1 weight\(s\) in them are not "
                      r"the encoder's \(transformer\.pooler\.extra\.weight\)"),
-    (wrong_shape, r"\[SLA-E093\].*word_embeddings\.weight is float32 of shape \([0-9]+, 8\), where the encoder "
-                  r"its config builds has float32 of shape \([0-9]+, 32\)"),
+    (wrong_shape, r"\[SLA-E093\].*layer\.0\.attention\.self\.query\.weight is float32 of shape \(32, 8\), where the "
+                  r"encoder its config builds has float32 of shape \(32, 32\)"),
+    (narrow_embeddings, r"\[SLA-E122\].*config sets hidden_size = 32, where its saved weights hold 8 in the shape of "
+                        r"its word embeddings"),
     (integers, r"\[SLA-E093\].*word_embeddings\.weight is int64 of shape"),
     (not_a_number, r"\[SLA-E094\].*word_embeddings\.weight holds 1 value"),
     (lambda state: list(state.values()), r"\[SLA-E091\].*weights are a list"),
@@ -328,7 +337,17 @@ def test_saved_weights_in_another_float_type_still_load(saved_pipeline, tmp_path
 
 LOAD_MEASURING_MEMORY = """
 import resource, sys
-import spacy, spacy_sla
+import spacy, spacy_sla, torch
+built = []
+module_init = torch.nn.Module.__init__
+
+
+def counting_init(self, *args, **kwargs):
+    built.append(type(self).__name__)
+    module_init(self, *args, **kwargs)
+
+
+torch.nn.Module.__init__ = counting_init
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     spacy.load(sys.argv[1])
@@ -336,27 +355,134 @@ except ValueError as error:
     print(str(error).splitlines()[0])
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print((after - before) // 1024)  # ru_maxrss is in KiB on Linux
+print(len(built))
 """
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss counts KiB on Linux")
-def test_a_huge_config_with_an_empty_state_is_refused_before_allocating(saved_pipeline, tmp_path):
+def without_word_embeddings(shim):
     """intermediate_size = 2,000,000 makes this tiny BERT's feed-forward
-    layers 1 GB (a MiniLM's, 37 GB): refused from the meta-device model,
-    the process's peak memory does not grow by a tenth of that."""
-    def huge_and_empty(shim):
-        shim["config"]["intermediate_size"] = 2_000_000
-        buffer = io.BytesIO()
-        torch.save({}, buffer)
-        shim["state"] = buffer.getvalue()
+    layers 1 GB (a MiniLM's, 37 GB): left to the meta-device model."""
+    shim["config"]["intermediate_size"] = 2_000_000
+    def drop(state):
+        del state[WORD_EMBEDDINGS]
 
-    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", huge_and_empty)
+    change_state(drop)(shim)
+
+
+def four_thousand_layers(shim):
+    shim["config"]["num_hidden_layers"] = 4000
+
+
+def forty_thousand_sinusoidal_positions(shim):
+    shim["config"].update(max_position_embeddings=40_000, sinusoidal_pos_embds=True)
+
+
+def expanded_embeddings(shim):
+    shim["config"]["vocab_size"] = 4_000_000
+
+    def expand(state):
+        state[WORD_EMBEDDINGS] = torch.zeros(1).expand(4_000_000, state[WORD_EMBEDDINGS].shape[1])
+
+    change_state(expand)(shim)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss counts KiB on Linux")
+@pytest.mark.parametrize("model,change,code,builds", [
+    ("tiny_bert", without_word_embeddings, "[SLA-E092]", True),
+    ("tiny_bert", four_thousand_layers, "[SLA-E122]", False),
+    ("tiny_distilbert", forty_thousand_sinusoidal_positions, "[SLA-E122]", False),
+    ("tiny_bert", expanded_embeddings, "[SLA-E123]", False),
+])
+def test_a_huge_config_is_refused_before_allocating(model, change, code, builds, tmp_path, request):
+    """Refused from the names and shapes of the saved weights (or, for sizes
+    that cost nothing there, from the meta-device model): the loading
+    process's peak memory grows by less than 100 MiB, where building 4,000
+    layers takes 200 MB and checking the values of 4,000,000 x 32 expanded
+    weights 512 MB; and unless the sizes are the meta device's to bound, no
+    torch module is built (DistilBERT computes its table of positions with
+    numpy while it builds: 1.4 GB for 40,000 positions of a MiniLM's width)."""
+    saved = tmp_path / "saved"
+    sla_nlp(request.getfixturevalue(model)).to_disk(saved)
+    tampered = tampered_copy(saved, tmp_path / "tampered", change)
     result = subprocess.run([sys.executable, "-c", LOAD_MEASURING_MEMORY, str(tampered)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    message, grown_mib = result.stdout.strip().splitlines()
-    assert message.startswith("[SLA-E092]") and "missing" in message
+    message, grown_mib, n_modules = result.stdout.strip().splitlines()
+    assert message.startswith(code), message
     assert int(grown_mib) < 100
+    assert (int(n_modules) > 0) is builds
+
+
+def test_a_torch_dtype_other_than_the_weights_is_ignored_with_a_warning(saved_pipeline, tmp_path):
+    def half_precision_config(shim):
+        shim["config"]["torch_dtype"] = "float16"
+
+    with pytest.warns(UserWarning, match=r"\[SLA-W014\].*torch_dtype = \"float16\""):
+        nlp = spacy.load(tampered_copy(saved_pipeline, tmp_path / "tampered", half_precision_config))
+    weight = nlp.get_pipe("sla_transformer").model.transformer.transformer.embeddings.word_embeddings.weight
+    assert weight.dtype == torch.float32
+    assert trf_output(nlp(the_cat_sat(nlp.vocab))).dtype == "float32"
+
+
+@pytest.mark.parametrize("value", ["int8", "load", "no-such-type"])
+def test_a_torch_dtype_that_is_no_float_type_is_a_coded_error(saved_pipeline, tmp_path, value):
+    def set_dtype(shim):
+        shim["config"]["torch_dtype"] = value
+
+    with pytest.raises(ValueError, match=rf"\[SLA-E125\].*torch_dtype = '{value}'"):
+        spacy.load(tampered_copy(saved_pipeline, tmp_path / "tampered", set_dtype))
+
+
+def test_token_ids_beyond_the_embedding_table_are_refused_at_load(saved_pipeline, tmp_path):
+    """The config and the weights agree on 40 rows; the saved tokenizer
+    still gives the ids of its 50 pieces."""
+    def fewer_rows(shim):
+        shim["config"]["vocab_size"] = 40
+        change_state(lambda state: state.update({WORD_EMBEDDINGS: state[WORD_EMBEDDINGS][:40].clone()}))(shim)
+
+    with pytest.raises(ValueError, match=r"\[SLA-E126\].*token ids up to [0-9]+, and its embedding table has 40 rows"):
+        spacy.load(tampered_copy(saved_pipeline, tmp_path / "tampered", fewer_rows))
+
+
+def truncated_storage(shim):
+    """A weight's storage record shorter than its shape: torch.load's RuntimeError."""
+    import zipfile
+
+    source = zipfile.ZipFile(io.BytesIO(shim["state"]))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as destination:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            destination.writestr(info, data[:8] if info.filename.endswith("data/0") else data)
+    shim["state"] = out.getvalue()
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda shim: shim.update(state=shim["state"][:100]), r"\[SLA-E091\].*weights are unreadable \(RuntimeError: "),
+    (truncated_storage, r"\[SLA-E091\].*weights are unreadable \(RuntimeError: record size"),
+    (lambda shim: shim.update(state=3), r"\[SLA-E124\].*damaged: its weights are not bytes"),
+    (lambda shim: shim.update(tokenizer=["vocab.txt"]), r"\[SLA-E124\].*its tokenizer files are not a mapping"),
+    (lambda shim: shim["tokenizer"].update({"vocab.txt": 3}), r"\[SLA-E124\].*tokenizer files are not a mapping"),
+    (lambda shim: shim.update(config=[1]), r"\[SLA-E124\].*no message with a config mapping"),
+    (lambda shim: shim.update(_init_tokenizer_config=[]), r"\[SLA-E124\].*its _init_tokenizer_config is no mapping"),
+    (lambda shim: shim["config"].update(num_attention_heads=5), r"\[SLA-E124\].*ValueError: The hidden size"),
+    (change_state(lambda state: state.update({QUERY: state[QUERY].to_sparse()})), r"\[SLA-E123\].*a sparse tensor"),
+    (change_state(lambda state: state.update({QUERY: torch.zeros(32, 32, device="meta")})),
+     r"\[SLA-E123\].*on the meta device"),
+])
+def test_damaged_saved_bytes_are_one_coded_error(saved_pipeline, tmp_path, change, message):
+    with pytest.raises(ValueError, match=message):
+        spacy.load(tampered_copy(saved_pipeline, tmp_path / "tampered", change))
+
+
+@pytest.mark.parametrize("cut", [10, 1000, -10])
+def test_a_truncated_model_file_is_a_coded_error(saved_pipeline, tmp_path, cut):
+    nlp = spacy.load(saved_pipeline)
+    nlp.to_disk(tmp_path / "tampered")
+    data = (tmp_path / "tampered" / MODEL_FILE).read_bytes()
+    (tmp_path / "tampered" / MODEL_FILE).write_bytes(data[:cut])
+    with pytest.raises(ValueError, match=r"\[SLA-E124\] The SLA transformer's saved model is damaged: \w+"):
+        spacy.load(tmp_path / "tampered")
 
 
 class _RunsOnUnpickling:
@@ -491,3 +617,113 @@ def test_a_saved_pipeline_whose_tokenizer_needs_sentencepiece_gets_a_coded_error
     assert message.startswith(f"[SLA-E005] Could not load the transformer '{model}': XLMRobertaTokenizer requires "
                               "the SentencePiece library"), message
     assert "`pip install spacy-sla[sentencepiece]`" in message
+
+
+# --- consent wherever trust_remote_code comes from, at load and at initialize ------
+
+def model_with_shipped_config(tiny_bert: Path, destination: Path, marker: Path) -> Path:
+    """A copy of the tiny model whose config.json names a config class in a
+    Python file beside it (auto_map); importing that file creates `marker`."""
+    import shutil
+
+    shutil.copytree(tiny_bert, destination)
+    config = json.loads((destination / "config.json").read_text(encoding="utf8"))
+    config["auto_map"] = {"AutoConfig": "shipped_config.ShippedConfig"}
+    (destination / "config.json").write_text(json.dumps(config), encoding="utf8")
+    (destination / "shipped_config.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).touch()\nfrom transformers import BertConfig\n\n\n"
+        "class ShippedConfig(BertConfig):\n    pass\n", encoding="utf8")
+    return destination
+
+
+def uninitialized_pipeline(model: Path, destination: Path, **settings: Any) -> Path:
+    """A pipeline saved before its SLA transformer was initialized (its saved
+    model has no config and has_transformer = false), whose config.cfg names
+    `model` with the settings given."""
+    sla_nlp(model, initialize=False, **settings).to_disk(destination)
+    return destination
+
+
+@pytest.mark.parametrize("setting", ["transformer_config", "tokenizer_config"])
+def test_an_uninitialized_saved_pipeline_that_asks_for_code_is_refused_at_load(tiny_bert, tmp_path, setting,
+                                                                               monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    marker = tmp_path / "code-ran"
+    model = model_with_shipped_config(tiny_bert, tmp_path / "model", marker)
+    pipeline = uninitialized_pipeline(model, tmp_path / "pipeline", **{setting: {"trust_remote_code": True}})
+    with pytest.raises(ValueError, match=rf"\[SLA-E047\].*\(the transformer's {setting} in its config.cfg sets "
+                                         r"trust_remote_code"):
+        spacy.load(pipeline)
+    assert not marker.exists()
+
+
+def test_trust_remote_code_in_the_transformer_config_of_a_loaded_pipeline_is_refused(saved_pipeline, tmp_path,
+                                                                                     monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    tampered = tampered_copy(saved_pipeline, tmp_path / "tampered", lambda shim: None)
+    config = spacy.util.load_config(tampered / "config.cfg", interpolate=False)
+    config["components"]["sla_transformer"]["model"]["transformer_config"]["trust_remote_code"] = True
+    config.to_disk(tampered / "config.cfg", interpolate=False)
+    with pytest.raises(ValueError, match=r"\[SLA-E047\].*transformer_config in its config.cfg sets trust_remote_code"):
+        spacy.load(tampered)
+
+
+def test_the_saved_model_settings_of_an_uninitialized_pipeline_ask_for_consent(tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    pipeline = uninitialized_pipeline(tiny_bert, tmp_path / "pipeline")
+
+    def trust_in_saved_settings(shim):
+        shim["_init_tokenizer_config"] = {"trust_remote_code": True}
+
+    tampered = tampered_copy(pipeline, tmp_path / "tampered", trust_in_saved_settings)
+    with pytest.raises(ValueError, match=r"\[SLA-E047\].*tokenizer_config in its saved model sets trust_remote_code"):
+        spacy.load(tampered)
+
+
+@pytest.mark.parametrize("how", ["nlp.initialize", "pipe.initialize", "source"])
+def test_initializing_a_loaded_component_asks_for_consent_again(tiny_bert, tmp_path, monkeypatch, how):
+    """Loaded with consent, initialized without it: the model the loaded
+    config names is not imported ([SLA-E047]), whichever way the component
+    is initialized, also as a component sourced into another pipeline."""
+    marker = tmp_path / "code-ran"
+    model = model_with_shipped_config(tiny_bert, tmp_path / "model", marker)
+    pipeline = uninitialized_pipeline(model, tmp_path / "pipeline", transformer_config={"trust_remote_code": True})
+    monkeypatch.setenv("SPACY_SLA_TRUST_REMOTE_CODE", "1")
+    with pytest.warns(UserWarning, match=r"\[SLA-W005\]"):
+        nlp = spacy.load(pipeline)
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE")
+    with pytest.raises(ValueError, match=r"\[SLA-E047\].*transformer_config in its config.cfg sets trust_remote_code"):
+        if how == "nlp.initialize":
+            nlp.initialize()
+        elif how == "pipe.initialize":
+            nlp.get_pipe("sla_transformer").initialize(lambda: [])
+        else:
+            other = spacy.blank("en")
+            other.add_pipe("sla_transformer", source=nlp)
+            other.initialize()
+    assert not marker.exists()
+
+
+def test_a_loaded_component_naming_a_model_with_code_never_runs_it_without_consent(tiny_bert, tmp_path,
+                                                                                  monkeypatch):
+    """No setting asks for code, and the model the loaded config names ships
+    some: transformers is told not to trust it (rather than left to ask on
+    the terminal), so it builds its own class of the model type."""
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    marker = tmp_path / "code-ran"
+    model = model_with_shipped_config(tiny_bert, tmp_path / "model", marker)
+    nlp = spacy.load(uninitialized_pipeline(model, tmp_path / "pipeline"))
+    nlp.initialize()
+    assert not marker.exists()
+    assert type(nlp.get_pipe("sla_transformer").model.transformer.config).__name__ == "BertConfig"
+
+
+def test_a_component_built_from_the_users_own_config_follows_it(tiny_bert, tmp_path, monkeypatch):
+    """Training from a model name (a config the user wrote, not a loaded
+    directory) needs no variable: its trust_remote_code is the user's."""
+    monkeypatch.delenv("SPACY_SLA_TRUST_REMOTE_CODE", raising=False)
+    marker = tmp_path / "code-ran"
+    model = model_with_shipped_config(tiny_bert, tmp_path / "model", marker)
+    with pytest.raises(Exception):  # the shipped config class has no model class: the code ran before that
+        sla_nlp(model, transformer_config={"trust_remote_code": True})
+    assert marker.exists()

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from spacy_sla.layers.saved_state import built_on_meta, check_saved_state
+from spacy_sla.layers.saved_state import built_on_meta, check_saved_state, check_state_entries, saved_size
 from spacy_sla.layers.syntax_aware_transformer import is_added_key
 
 
@@ -99,3 +99,32 @@ def test_the_sla_transformer_tells_its_added_weights():
     assert is_added_key("transformer.encoder.layer.0.attention.self.gate.weight")
     assert is_added_key("guided_layer.attention.self.query.weight")
     assert not is_added_key("transformer.encoder.layer.0.attention.self.query.weight")
+
+
+@pytest.mark.parametrize("value,problem", [
+    (torch.zeros(1).expand(10, 4), r"expanded \(a stride of 0 makes \(10, 4\) values of strides \(0, 0\) from fewer\)"),
+    (torch.zeros(13).as_strided((10, 4), (1, 1)), r"overlapping \(a stride makes \(10, 4\) values of strides \(1, 1\)"),
+    (torch.zeros(10, 4).to_sparse(), r"a sparse tensor \(sparse_coo\)"),
+    (torch.zeros(10, 4, device="meta"), "a tensor on the meta device, which holds no values"),
+])
+def test_a_weight_that_does_not_hold_its_own_values_is_refused_before_any_value_is_read(value, problem, monkeypatch):
+    """Refused on shape and strides alone: the check that reads values
+    (torch.isfinite, which would allocate the expanded shape) never runs."""
+    def never(*args):
+        raise AssertionError("a value was read")
+
+    monkeypatch.setattr(torch, "isfinite", never)
+    state = saved(Encoder())
+    state["embed.weight"] = value
+    with pytest.raises(ValueError, match=rf"\[SLA-E123\] The saved SLA transformer's weight embed.weight is {problem}"):
+        check_saved_state(built_on_meta(Encoder), state, added)
+
+
+def test_views_of_a_larger_storage_are_dense_and_sized_by_their_storage():
+    base = torch.zeros(10, 8)
+    state = saved(Encoder())
+    state["embed.weight"] = base[:, 4:]  # a view: strides (8, 1), offset 4, within the storage
+    assert set(check_state_entries(state)) == set(state)
+    assert saved_size({"a": base[:, 4:], "b": base[:, :4]}) == base.numel() * 4  # one storage, counted once
+    assert saved_size({"a": torch.zeros(1).expand(1000, 1000)}) == 4
+

@@ -9,6 +9,7 @@ import pytest
 from spacy_sla.layers.saved_tokenizer import (
     check_tokenizer_file_name,
     code_requests,
+    configured_code_requests,
     is_path_setting,
     loadable_tokenizer_files,
     remote_code_consented,
@@ -63,11 +64,39 @@ def test_special_tokens_map_is_checked_as_the_tokenizer_config_is():
     ({"init_inputs": ["/etc/passwd"]}, "init_inputs[0]"),
     ({"sp_model_kwargs": {"model_file": "/etc/passwd"}}, "sp_model_kwargs.model_file"),
     ({"sudachi_kwargs": {"sudachi_config_path": "vocab.txt"}}, "sudachi_kwargs.sudachi_config_path"),
-    ({"vocab_files": [{"model_file": "/etc/passwd"}]}, "vocab_files[0].model_file"),
+    ({"vocab_files": [{"model_file": "/etc/passwd"}]}, "vocab_files[0]"),
+    ({"init_inputs": [{"vocab": "vocab.txt"}]}, "init_inputs[0]"),
 ])
 def test_a_path_inside_another_setting_is_refused_even_a_saved_name(settings, key):
     with pytest.raises(ValueError, match=r"\[SLA-E089\].*sets `" + re.escape(key) + "`"):
         loaded(settings)
+
+
+@pytest.mark.parametrize("settings,key,shown", [
+    ({"vocab_file": 3}, "vocab_file", r"3 \(of type int\), where a saved file's name belongs; the tokenizer would "
+                                      r"open it as file descriptor 3 of the loading process"),
+    ({"vocab_file": 0}, "vocab_file", r"0 \(of type int\)"),
+    ({"merges_file": True}, "merges_file", r"True \(of type bool\), .* as file descriptor 1 "),
+    ({"vocab_file": 2.5}, "vocab_file", r"2.5 \(of type float\), .*would pass it to open\(\)"),
+    ({"vocab_file": {"path": "vocab.txt"}}, "vocab_file", r"\{'path': 'vocab.txt'\} \(of type dict\)"),
+    ({"fast_tokenizer_files": ["vocab.txt", 4]}, r"fast_tokenizer_files\[1\]", r"4 \(of type int\)"),
+    ({"sp_model_kwargs": {"model_file": 5}}, r"sp_model_kwargs\.model_file", r"5 \(of type int\)"),
+    ({"init_inputs": [3]}, r"init_inputs\[0\]", r"3 \(of type int\)"),
+    ({"vocab": 7}, "vocab", r"7 \(of type int\)"),
+])
+def test_a_value_other_than_a_name_where_a_file_belongs_is_refused(settings, key, shown):
+    """open(3) would read the loading process's file descriptor 3 (and close
+    it under its owner): only a saved file's name, or null, is taken."""
+    with pytest.raises(ValueError, match=rf"\[SLA-E089\] The saved tokenizer file tokenizer_config.json of the SLA "
+                                         rf"transformer sets `{key}` to {shown}"):
+        loaded(settings)
+
+
+def test_numbers_in_settings_that_hold_no_file_are_kept():
+    _, settings = loaded({"vocab_size": 2, "model_max_length": 512, "vocab_file": None,
+                          "sp_model_kwargs": {"nbest_size": -1, "model_file": None}})
+    assert settings == {"vocab_size": 2, "model_max_length": 512, "vocab_file": None,
+                        "sp_model_kwargs": {"nbest_size": -1, "model_file": None}}
 
 
 def test_a_saved_name_is_pointed_at_the_loaders_folder_and_remembered():
@@ -104,13 +133,17 @@ def test_a_settings_file_that_is_no_json_object_is_refused(data, problem):
 
 def test_what_asks_for_shipped_code():
     files, _ = loaded({"auto_map": {"AutoTokenizer": ["x.Tokenizer", None]}})
-    assert code_requests({"trust_remote_code": True}, {"auto_map": {"AutoModel": "x.Model"}}, files) == [
+    assert code_requests({"trust_remote_code": True}, {"trust_remote_code": "yes"},
+                         {"auto_map": {"AutoModel": "x.Model"}}, files) == [
         "the transformer's tokenizer_config in its config.cfg sets trust_remote_code",
+        "the transformer's transformer_config in its config.cfg sets trust_remote_code",
         "its model config names code in auto_map",
         "tokenizer_config.json names code in auto_map",
     ]
     plain, _ = loaded({"unk_token": "[UNK]"})
-    assert code_requests({"trust_remote_code": False, "use_fast": True}, {"model_type": "bert"}, plain) == []
+    assert code_requests({"trust_remote_code": False, "use_fast": True}, {}, {"model_type": "bert"}, plain) == []
+    assert configured_code_requests("its saved model", tokenizer_config=[True], transformer_config={
+        "trust_remote_code": 1}) == ["the transformer's transformer_config in its saved model sets trust_remote_code"]
 
 
 @pytest.mark.parametrize("value,consents", [("1", True), ("true", True), (" YES ", True), ("0", False), ("", False),

@@ -1,7 +1,7 @@
 """The base of the model-family adapters: what a family's replacement of
 its layers' self-attention module provides."""
 from abc import ABC, abstractmethod
-from typing import ClassVar, FrozenSet
+from typing import ClassVar, FrozenSet, Tuple
 
 from torch import nn
 from transformers import PreTrainedModel
@@ -47,6 +47,9 @@ class FamilyAdapter(SyntaxAwareAttention, ABC):
     # wraps as they are (setup.cfg's floor for most; later for families that
     # transformers added or reshaped since)
     minimum_transformers: ClassVar[str] = TRANSFORMERS_FLOOR
+    # the config's settings that each make a list of layer modules (what
+    # building a model costs beyond its tensors, even on the meta device)
+    layer_list_settings: ClassVar[Tuple[str, ...]] = ("num_hidden_layers",)
 
     @staticmethod
     @abstractmethod

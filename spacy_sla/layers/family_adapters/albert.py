@@ -33,6 +33,8 @@ class AlbertStyleAttention(FamilyAdapter):
 
     attribute = "attention"
     position_embedding_types = frozenset({"absolute"}) | RELATIVE_KEY_TYPES
+    # ALBERT shares its layers: num_hidden_layers is how often the groups run
+    layer_list_settings = ("num_hidden_groups", "inner_group_num")
 
     @staticmethod
     def layers(model: PreTrainedModel) -> nn.ModuleList:
