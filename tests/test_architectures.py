@@ -1,10 +1,7 @@
 """The registered architectures: what each builds from its config arguments,
 without loading a Hugging Face model (the model is built lazily at
 initialization)."""
-import pytest
-import spacy
 from spacy.util import registry
-from thinc.api import Config
 
 from spacy_sla.architectures import create_parent_attention
 from spacy_sla.data_classes import ParentAttention

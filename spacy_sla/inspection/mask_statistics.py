@@ -36,9 +36,11 @@ from spacy.util import registry
 
 from spacy_sla import (
     BuilderKind,
+    DocParses,
     MaskBuilder,
     PunctRule,
     SpanGetter,
+    build_matrix,
     build_syntax_inputs,
     builder_kind,
     builder_punct_rule,
@@ -191,10 +193,11 @@ def sequences(docs: Sequence[Doc], level: str, get_spans: SpanGetter) -> List[Sp
     return flatten_spans(get_spans(list(docs)))
 
 
-def token_visibility(span: Span, builder: MaskBuilder) -> numpy.ndarray:
+def token_visibility(span: Span, builder: MaskBuilder, parses: DocParses) -> numpy.ndarray:
     """The token-level visibility of the span's tokens that have wordpieces
-    (whitespace tokens left out), as the module docstring defines it."""
-    visible = numpy.array(builder(span), dtype=bool)
+    (whitespace tokens left out), as the module docstring defines it; the
+    builder reads the parse from `parses`."""
+    visible = numpy.array(build_matrix(builder, span, parses), dtype=bool)
     numpy.fill_diagonal(visible, True)
     if builder_punct_rule(builder) is PunctRule.AUTHORS:
         punctuation = [all(is_authors_punctuation(character) for character in token.text) for token in span]
@@ -221,8 +224,11 @@ def mask_statistics(
     spans = sequences(docs, level, get_spans or strided_spans())
     token_pairs = visible_tokens = full_tokens = n_tokens = 0
     share_sum = 0.0
+    parses, doc = DocParses(), None
     for span in spans:
-        visible = token_visibility(span, builder)
+        if span.doc is not doc:  # a Doc's spans follow each other: one Doc's parse held at a time
+            parses, doc = DocParses(), span.doc
+        visible = token_visibility(span, builder, parses)
         n_tokens += len(visible)
         token_pairs += visible.size
         visible_tokens += int(visible.sum())

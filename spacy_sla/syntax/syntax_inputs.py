@@ -15,8 +15,8 @@ from thinc.types import Ragged
 
 from ..data_classes import IGNORED_TARGET
 from ..errors import Errors, Warnings
-from .builders import BuilderKind, MaskBuilder, MissingParseError, builder_kind, builder_punct_rule
-from .doc_parses import has_complete_parse, shared_doc_trees
+from .builders import BuilderKind, MaskBuilder, MissingParseError, build_matrix, builder_kind, builder_punct_rule
+from .doc_parses import DocParses
 from .punctuation import PunctRule, authors_punctuation_pieces
 from .wordpieces import expand_to_pieces, parent_pieces, span_piece_pairs, wordpiece_visibility
 
@@ -124,16 +124,18 @@ def check_on_missing_parse(value: str) -> str:
 
 
 class _MissingParsePolicy:
-    """Applies on_missing_parse to the builders' calls and warns once per batch."""
+    """Applies on_missing_parse to the builders' calls and warns once per
+    batch; the builders read the parses of the batch's Docs from `parses`."""
 
-    def __init__(self, on_missing_parse: str):
+    def __init__(self, on_missing_parse: str, parses: DocParses):
         self.on_missing_parse = on_missing_parse
-        self.unparsed_docs: set = set()
+        self.parses = parses
+        self.unparsed_docs: Set[int] = set()
 
     def call(self, builder: MaskBuilder, span: Span) -> Optional[numpy.ndarray]:
         """The builder's matrix, or None for an unparsed Doc under "global"."""
         try:
-            return builder(span)
+            return build_matrix(builder, span, self.parses)
         except MissingParseError:
             if self.on_missing_parse == "error":
                 raise
@@ -141,7 +143,7 @@ class _MissingParsePolicy:
             return None
 
     def has_parse(self, span: Span) -> bool:
-        if len(span) == 0 or has_complete_parse(span.doc):
+        if len(span) == 0 or self.parses.has_complete_parse(span.doc):
             return True
         if self.on_missing_parse == "error":
             raise MissingParseError.for_builder("parent attention", doc=span.doc)
@@ -258,11 +260,11 @@ def build_syntax_inputs(
     warned: the codes of the warnings the calling component has given
         already; warnings given once per component are added to it.
     """
-    with shared_doc_trees() as batch:
-        inputs = _build(
-            spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse, piece_strings
-        )
-        n_non_forest = batch.non_forest_docs()
+    # Each Doc's parse is read once for all the spans and builders of the batch.
+    parses = DocParses()
+    policy = _MissingParsePolicy(on_missing_parse, parses)
+    inputs = _build(spans, align, lengths, n_pieces, local, guide, parents, policy, piece_strings)
+    n_non_forest = parses.non_forest_docs()
     if n_non_forest and (warned is None or "SLA-W003" not in warned):
         warnings.warn(Warnings.W003.format(n_docs=n_non_forest))
         if warned is not None:
@@ -278,10 +280,9 @@ def _build(
     local: Optional[MaskBuilder],
     guide: Optional[MaskBuilder],
     parents: bool,
-    on_missing_parse: str,
+    policy: _MissingParsePolicy,
     piece_strings: Optional[Sequence[Sequence[str]]],
 ) -> SyntaxInputs:
-    policy = _MissingParsePolicy(on_missing_parse)
     pairs = span_piece_pairs(spans, align, n_pieces) if spans else []
     n_spans = len(spans)
     inputs = SyntaxInputs(lengths=list(lengths))
@@ -320,6 +321,6 @@ def _build(
         inputs.parent_targets = numpy.full((n_spans, n_pieces), IGNORED_TARGET, dtype=numpy.int64)
         for i, span in enumerate(spans):
             if policy.has_parse(span):
-                inputs.parent_targets[i] = parent_pieces(span, pairs[i], n_pieces)
+                inputs.parent_targets[i] = parent_pieces(span, pairs[i], n_pieces, policy.parses)
     policy.warn()
     return inputs

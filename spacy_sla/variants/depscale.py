@@ -17,7 +17,8 @@ from spacy.util import registry
 from torch import nn
 from transformers import PretrainedConfig
 
-from ..syntax.builders import DocLike, check_count, parsed_graph, span_bounds, word_neighbours
+from ..syntax.builders import DocLike, ParseReader, check_count, parsed_graph, span_bounds, word_neighbours
+from ..syntax.doc_parses import DocParses
 from ..syntax.punctuation import PunctRule, token_punctuation
 from .registry import SLA_TRANSFORMER, register_variant
 
@@ -30,7 +31,7 @@ __all__ = ["FAR_DISTANCE", "DependencyScale", "DependencyScaleDistances", "Local
 FAR_DISTANCE = 1000.0
 
 
-class DependencyScaleDistances:
+class DependencyScaleDistances(ParseReader):
     """Distances for the soft threshold of Li et al. 2021's released code
     (the scaling itself is DependencyScale).
 
@@ -67,7 +68,7 @@ class DependencyScaleDistances:
         # 0..max_distance, "farther", and one for special pieces
         return self.max_distance + 3
 
-    def __call__(self, doclike: DocLike) -> numpy.ndarray:
+    def build(self, doclike: DocLike, parses: DocParses) -> numpy.ndarray:
         doc, start, end = span_bounds(doclike)
         n_tokens = end - start
         if n_tokens == 0:
@@ -78,7 +79,7 @@ class DependencyScaleDistances:
         # its outer neighbours), plus a "farther" row for a missing neighbour.
         rows = numpy.unique(numpy.concatenate([left, tokens, right]))
         rows = rows[rows >= 0]
-        graph = parsed_graph(doc, self, rows, self.max_distance)
+        graph = parsed_graph(parses, doc, self)
         distances = numpy.full((len(rows) + 1, n_tokens), self.max_distance + 1, dtype=numpy.int16)
         distances[1:] = graph.distances(rows, tokens, self.max_distance)
         row_of = lambda token_ids: numpy.searchsorted(rows, token_ids) + 1  # noqa: E731

@@ -12,8 +12,9 @@ from spacy.attrs import DEP, HEAD, IS_PUNCT, IS_SPACE
 from spacy.tokens import Doc
 from spacy.util import registry
 
-from ..syntax.builders import DocLike, check_count, parsed_graph, span_bounds, word_neighbours
+from ..syntax.builders import DocLike, ParseReader, check_count, parsed_graph, span_bounds, word_neighbours
 from ..syntax.dependency_tree import NO_TOKEN, absolute_heads, forest_roots, padded_forest_reach
+from ..syntax.doc_parses import DocParses
 from ..syntax.punctuation import PunctRule, token_punctuation
 from .registry import SLA_TRANSFORMER, register_variant
 
@@ -23,7 +24,7 @@ BoolArray = numpy.ndarray
 IntArray = numpy.ndarray
 
 
-class SyntaxMask:
+class SyntaxMask(ParseReader):
     """Syntax-aware local attention (Li et al. 2021): token j is visible from
     token i iff j is within `threshold` hops, in the undirected dependency
     graph of the Doc, of i or (with `neighbours`) of one of i's neighbours:
@@ -44,21 +45,21 @@ class SyntaxMask:
         return (f"SyntaxMask(threshold={self.threshold}, punct_rule={self.punct_rule.value!r}, "
                 f"neighbours={self.neighbours})")
 
-    def __call__(self, doclike: DocLike) -> BoolArray:
+    def build(self, doclike: DocLike, parses: DocParses) -> BoolArray:
         doc, start, end = span_bounds(doclike)
         n_tokens = end - start
         if n_tokens == 0:
             return numpy.zeros((0, 0), dtype=bool)
         tokens = numpy.arange(start, end)
         if not self.neighbours:
-            visible = parsed_graph(doc, self, tokens, self.threshold).reach(tokens, tokens, self.threshold)
+            visible = parsed_graph(parses, doc, self).reach(tokens, tokens, self.threshold)
         else:
             left, right = word_neighbours(doc, start, end)
             # One row per distinct token of the union (the span's own tokens
             # and its outer neighbours), plus an all-False row for "none".
             rows = numpy.unique(numpy.concatenate([left, tokens, right]))
             rows = rows[rows >= 0]
-            graph = parsed_graph(doc, self, rows, self.threshold)
+            graph = parsed_graph(parses, doc, self)
             reach = numpy.zeros((len(rows) + 1, n_tokens), dtype=bool)
             reach[1:] = graph.reach(rows, tokens, self.threshold)
             row_of = lambda token_ids: numpy.searchsorted(rows, token_ids) + 1  # noqa: E731
@@ -85,10 +86,10 @@ class SyntaxMask:
         spans are slices of the Doc's mask) tree by tree, the trees of all of
         them in such groups, so that padding and memory stay small.
 
-        A subclass with its own __call__ gets None for every Doc: this path
+        A subclass with its own build gets None for every Doc: this path
         computes SyntaxMask's masks."""
         masks: List[Optional[BoolArray]] = [None] * len(docs)
-        if type(self).__call__ is not SyntaxMask.__call__:
+        if type(self).build is not SyntaxMask.build:
             return masks
         short = [i for i, doc in enumerate(docs) if 0 < len(doc) <= MAX_BATCHED_TOKENS]
         for group in _similar_length_groups(short, [len(doc) for doc in docs]):
