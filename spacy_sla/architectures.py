@@ -1,7 +1,7 @@
 """The registered architectures of the SLA transformer, LISA's parent
 attention, the variants that are not a mask (the reference `vanilla` and
 `lisa`)."""
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -24,10 +24,10 @@ def create_sla_transformer_model(
     name: str,
     get_spans: SpanGetter,
     mask: Optional[MaskBuilder] = None,
-    tokenizer_config: dict = {},
-    transformer_config: dict = {},
+    tokenizer_config: Dict[str, Any] = {},
+    transformer_config: Dict[str, Any] = {},
     mixed_precision: bool = False,
-    grad_scaler_config: dict = {},
+    grad_scaler_config: Dict[str, Any] = {},
     sla_layers: Optional[List[int]] = None,
     on_missing_parse: str = "error",
     syntax_guided_mask: Optional[MaskBuilder] = None,
@@ -73,10 +73,10 @@ def create_sla_tok2vec_transformer(
     pooling: Model[Ragged, Floats2d],
     mask: Optional[MaskBuilder] = None,
     grad_factor: float = 1.0,
-    tokenizer_config: dict = {},
-    transformer_config: dict = {},
+    tokenizer_config: Dict[str, Any] = {},
+    transformer_config: Dict[str, Any] = {},
     mixed_precision: bool = False,
-    grad_scaler_config: dict = {},
+    grad_scaler_config: Dict[str, Any] = {},
     sla_layers: Optional[List[int]] = None,
     on_missing_parse: str = "error",
     syntax_guided_mask: Optional[MaskBuilder] = None,

@@ -16,7 +16,7 @@ class SLACodes(type):
     prefix = "SLA"
 
     def __getattribute__(cls, code: str) -> str:
-        message = super().__getattribute__(code)
+        message: str = super().__getattribute__(code)
         if code.startswith("__"):
             return message
         return f"[{type(cls).prefix}-{code}] {message}"

@@ -32,7 +32,7 @@ from spacy.tokens import Doc, Span
 
 from ..errors import Errors
 from ..parsers import example_parser
-from .dependency_tree import DocGraph
+from .dependency_tree import DocGraph, IntArray, span_array
 from .doc_parses import DocParses
 from .punctuation import PunctRule
 
@@ -48,6 +48,7 @@ __all__ = [
     "build_matrix",
     "builder_kind",
     "builder_punct_rule",
+    "neighbour_table_rows",
     "position_of",
 ]
 
@@ -200,6 +201,24 @@ def check_count(builder: str, arg: str, value: int, minimum: int) -> int:
     return value
 
 
+def neighbour_table_rows(doc: Doc, start: int, end: int) -> Tuple[IntArray, IntArray, IntArray, IntArray]:
+    """For a table with one row per distinct token of doc[start:end] and of
+    their outer word neighbours (word_neighbours), after a row 0 that stands
+    for "no neighbour": those tokens (sorted), and for each token of the
+    span the table row of its left neighbour, of itself and of its right
+    neighbour."""
+    tokens = numpy.arange(start, end)
+    left, right = word_neighbours(doc, start, end)
+    rows = numpy.unique(numpy.concatenate([left, tokens, right]))
+    rows = rows[rows >= 0]
+
+    def row_of(token_ids: IntArray) -> IntArray:
+        found: IntArray = numpy.searchsorted(rows, token_ids) + 1
+        return found
+
+    return rows, numpy.where(left >= 0, row_of(left), 0), row_of(tokens), numpy.where(right >= 0, row_of(right), 0)
+
+
 def word_neighbours(doc: Doc, start: int, end: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
     """For each token of doc[start:end]: its nearest token on the left and on
     the right that is not whitespace (-1 where there is none). spaCy keeps
@@ -212,7 +231,7 @@ def word_neighbours(doc: Doc, start: int, end: int) -> Tuple[numpy.ndarray, nump
     while upper < len(doc) and doc[upper].is_space:
         upper += 1
     upper = min(upper + 1, len(doc))
-    is_word = ~doc[lower:upper].to_array([IS_SPACE]).reshape(-1).astype(bool)
+    is_word = ~span_array(doc[lower:upper], [IS_SPACE]).reshape(-1).astype(bool)
     positions = numpy.arange(lower, upper)
     # the last word at or before each position, the first at or after it
     last_word = numpy.maximum.accumulate(numpy.where(is_word, positions, -1))

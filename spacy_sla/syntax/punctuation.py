@@ -34,6 +34,7 @@ from spacy.attrs import IS_PUNCT
 from spacy.tokens import Doc, Span
 
 from ..errors import Errors
+from .dependency_tree import span_array
 
 __all__ = [
     "AUTHORS_PUNCTUATION",
@@ -86,8 +87,7 @@ def token_punctuation(doclike: Union[Doc, Span], rule: PunctRule) -> Optional[nu
     decided per wordpiece, in syntax_inputs)."""
     if rule is not PunctRule.SPACY:
         return None
-    span = doclike if isinstance(doclike, Span) else doclike[:]
-    return span.to_array([IS_PUNCT]).reshape(-1).astype(bool)
+    return span_array(doclike, [IS_PUNCT]).reshape(-1).astype(bool)
 
 
 def is_authors_punctuation(piece: str) -> bool:

@@ -15,7 +15,7 @@ from thinc.types import Ragged
 
 from ..data_classes import IGNORED_TARGET
 from ..errors import Errors, Warnings
-from .builders import BuilderKind, MaskBuilder, MissingParseError, build_matrix, builder_kind, builder_punct_rule
+from .builders import BuilderKind, DistanceBuilder, MaskBuilder, MissingParseError, build_matrix, builder_punct_rule
 from .doc_parses import DocParses
 from .punctuation import PunctRule, authors_punctuation_pieces
 from .wordpieces import expand_to_pieces, parent_pieces, span_piece_pairs, wordpiece_visibility
@@ -287,40 +287,40 @@ def _build(
     n_spans = len(spans)
     inputs = SyntaxInputs(lengths=list(lengths))
     if local is not None:
-        kind, rule = builder_kind(local), builder_punct_rule(local)
-        if kind is BuilderKind.MASK:
-            inputs.local_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
+        rule = builder_punct_rule(local)
+        # A bucket used by every pair of a row adds the same bias to the
+        # whole row, which softmax ignores: "special" everywhere is global
+        # attention.
+        special = local.n_buckets - 1 if isinstance(local, DistanceBuilder) else None
+        if special is None:
+            local_mask = inputs.local_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
         else:
-            # A bucket used by every pair of a row adds the same bias to the
-            # whole row, which softmax ignores: "special" everywhere is
-            # global attention.
-            special = local.n_buckets - 1
-            inputs.local_buckets = numpy.full((n_spans, n_pieces, n_pieces), special, dtype=numpy.int16)
+            local_buckets = inputs.local_buckets = numpy.full((n_spans, n_pieces, n_pieces), special, dtype=numpy.int16)
         batched = _whole_doc_masks(local, spans)
         for i, span in enumerate(spans):
             matrix = batched[i] if batched[i] is not None else policy.call(local, span)
             if matrix is None:
                 continue
-            matrix = _checked(matrix, local, span, kind)
+            matrix = _checked(matrix, local, span, BuilderKind.MASK if special is None else BuilderKind.DISTANCE)
             punctuation = _punctuation_pieces(local, rule, None if piece_strings is None else piece_strings[i], n_pieces)
-            if kind is BuilderKind.MASK:
-                inputs.local_mask[i] = wordpiece_visibility(matrix, pairs[i], n_pieces)
+            if special is None:
+                local_mask[i] = wordpiece_visibility(matrix, pairs[i], n_pieces)
                 if punctuation is not None:
-                    inputs.local_mask[i][:, punctuation] = True
+                    local_mask[i][:, punctuation] = True
             else:
-                inputs.local_buckets[i] = expand_to_pieces(matrix.astype(numpy.int16), pairs[i], n_pieces, special)
+                local_buckets[i] = expand_to_pieces(matrix.astype(numpy.int16), pairs[i], n_pieces, special)
                 if punctuation is not None:
-                    inputs.local_buckets[i][:, punctuation] = 0
+                    local_buckets[i][:, punctuation] = 0
     if guide is not None:
-        inputs.guide_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
+        guide_mask = inputs.guide_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
         for i, span in enumerate(spans):
             matrix = policy.call(guide, span)
             if matrix is not None:
-                inputs.guide_mask[i] = wordpiece_visibility(_checked(matrix, guide, span, BuilderKind.MASK), pairs[i], n_pieces)
+                guide_mask[i] = wordpiece_visibility(_checked(matrix, guide, span, BuilderKind.MASK), pairs[i], n_pieces)
     if parents:
-        inputs.parent_targets = numpy.full((n_spans, n_pieces), IGNORED_TARGET, dtype=numpy.int64)
+        parent_targets = inputs.parent_targets = numpy.full((n_spans, n_pieces), IGNORED_TARGET, dtype=numpy.int64)
         for i, span in enumerate(spans):
             if policy.has_parse(span):
-                inputs.parent_targets[i] = parent_pieces(span, pairs[i], n_pieces, policy.parses)
+                parent_targets[i] = parent_pieces(span, pairs[i], n_pieces, policy.parses)
     policy.warn()
     return inputs
