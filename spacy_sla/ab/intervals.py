@@ -11,7 +11,7 @@ mean difference is 0), so "the interval excludes 0" and "p < 0.05" agree.
 """
 import math
 import statistics
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from scipy import stats
 
@@ -26,7 +26,7 @@ def t_quantile_975(df: int) -> float:
     return float(stats.t.ppf(1 - ALPHA / 2, df))
 
 
-def paired_difference(scores: Dict[int, float], baseline: Dict[int, float]) -> Dict[str, Optional[object]]:
+def paired_difference(scores: Dict[int, float], baseline: Dict[int, float]) -> Dict[str, Any]:
     """Differences scores[seed] − baseline[seed] over the seeds both have:
     their mean, sample sd, the 95% t-interval, the two-sided p-value and a
     verdict ("better", "worse": the interval excludes 0; "not shown": it

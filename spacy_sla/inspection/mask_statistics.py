@@ -131,7 +131,8 @@ def make_mask(kind: str, value: int, punct_rule: str = "authors") -> MaskBuilder
 
 def strided_spans(window: int = DEFAULT_WINDOW, stride: int = DEFAULT_STRIDE) -> SpanGetter:
     """The span getter of the shipped configs and the component's default."""
-    return registry.span_getters.get("spacy-transformers.strided_spans.v1")(window=window, stride=stride)
+    getter: SpanGetter = registry.get("span_getters", "spacy-transformers.strided_spans.v1")(window=window, stride=stride)
+    return getter
 
 
 def sample_docs(docs: Sequence[Doc], limit: Optional[int], seed: Optional[int]) -> List[Doc]:
@@ -304,8 +305,8 @@ def statistics_table(rows: Sequence[MaskStatistics]) -> str:
     return header + "\n".join(lines) + "\n"
 
 
-def _percent(share: float) -> str:
-    return "–" if share != share else f"{100 * share:.1f} %"
+def _percent(share: Optional[float]) -> str:
+    return "–" if share is None or share != share else f"{100 * share:.1f} %"
 
 
 def load_tokenizer(name: str) -> Any:
