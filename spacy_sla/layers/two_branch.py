@@ -33,9 +33,9 @@ def two_branch_attention(
     global_offsets = batch.logit_offsets(query.dtype)
     if score_bias is not None:
         global_offsets = score_bias.to(query.dtype) + global_offsets
-    # torch's Function.apply carries no annotations: the context, as forward returns it
-    context: torch.Tensor = _apply_two_branch(query, key, value, gate, global_offsets, local_offsets, empty_rows, dropout)
-    return context
+    # torch's Function.apply carries no annotations: it returns what forward returns, the context
+    apply: Callable[..., torch.Tensor] = TwoBranchAttention.apply
+    return apply(query, key, value, gate, global_offsets, local_offsets, empty_rows, dropout)
 
 
 def drop_out_pair(
@@ -250,5 +250,3 @@ class TwoBranchAttention(torch.autograd.Function):
             grad_key = torch.matmul(grad_scores.transpose(-1, -2), query).mul_(scale * rescale)
         return grad_query, grad_key, grad_value, grad_gate, grad_offsets, grad_bias, None, None
 
-
-_apply_two_branch: Callable[..., Any] = TwoBranchAttention.apply

@@ -56,16 +56,14 @@ def head_indices(doclike: Union[Doc, Span]) -> IntArray:
 
 
 def span_array(doclike: Union[Doc, Span], attributes: List[int]) -> numpy.ndarray:
-    """doclike.to_array(attributes): (n_tokens, n_attributes) uint64, for a
-    Doc or a Span alike, reading the span's tokens only."""
+    """doclike.to_array(attributes), (n_tokens, n_attributes), for a Doc or a Span alike."""
     # spaCy's type stub of Span lacks to_array (spacy/tokens/span.pyx has it)
     values: numpy.ndarray = cast(Any, doclike).to_array(attributes)
     return values
 
 
 def as_ints2d(values: numpy.ndarray) -> Ints2d:
-    """An (n_tokens, n_attributes) uint64 array for Doc.from_array, whose
-    type stub names thinc's Ints2d for the numpy array it reads."""
+    """An (n_tokens, n_attributes) array for Doc.from_array, whose stub names thinc's Ints2d."""
     return cast(Ints2d, values)
 
 
