@@ -17,10 +17,12 @@ from .syntax.builders import (
     DistanceBuilder,
     MaskBuilder,
     MissingParseError,
+    ParseReadingBuilder,
+    build_matrix,
     builder_kind,
     builder_punct_rule,
 )
-from .syntax.doc_parses import has_complete_parse
+from .syntax.doc_parses import DocParses, has_complete_parse
 from .syntax.punctuation import PunctRule, is_authors_punctuation
 from .syntax.syntax_inputs import SyntaxInputs, build_syntax_inputs
 from .training import corpora, loggers  # noqa: F401  (registers functions)
@@ -37,10 +39,12 @@ __all__ = [
     "BuilderKind",
     "DependencyScaleDistances",
     "DistanceBuilder",
+    "DocParses",
     "EntityGuard",
     "MaskBuilder",
     "MissingParseError",
     "ParentAttention",
+    "ParseReadingBuilder",
     "ParseWithdrawal",
     "PunctRule",
     "SLATransformer",
@@ -55,6 +59,7 @@ __all__ = [
     "make_sla_transformer",
     # the steps from a parse to the masks, for code that inspects them (spacy sla mask, mask-stats)
     "SpanGetter",
+    "build_matrix",
     "build_syntax_inputs",
     "builder_kind",
     "builder_punct_rule",

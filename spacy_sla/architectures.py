@@ -1,8 +1,7 @@
 """The registered architectures of the SLA transformer, LISA's parent
 attention, the variants that are not a mask (the reference `vanilla` and
-`lisa`), and the retired names, each refused with [SLA-E120] naming its
-replacement."""
-from typing import Any, Dict, List, NoReturn, Optional, Tuple
+`lisa`)."""
+from typing import Any, Dict, List, Optional
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -12,12 +11,11 @@ from thinc.api import Model, chain
 from thinc.types import Floats2d, Ragged
 
 from .data_classes import ParentAttention
-from .errors import Errors
 from .layers.transformer_model import SLATransformerModel, SpanGetter
 from .syntax.builders import MaskBuilder
 from .variants.registry import register_variant, sla_transformer
 
-__all__ = ["RETIRED_NAMES", "create_parent_attention", "create_sla_tok2vec_transformer",
+__all__ = ["create_parent_attention", "create_sla_tok2vec_transformer",
            "create_sla_transformer_model"]
 
 
@@ -26,10 +24,10 @@ def create_sla_transformer_model(
     name: str,
     get_spans: SpanGetter,
     mask: Optional[MaskBuilder] = None,
-    tokenizer_config: dict = {},
-    transformer_config: dict = {},
+    tokenizer_config: Dict[str, Any] = {},
+    transformer_config: Dict[str, Any] = {},
     mixed_precision: bool = False,
-    grad_scaler_config: dict = {},
+    grad_scaler_config: Dict[str, Any] = {},
     sla_layers: Optional[List[int]] = None,
     on_missing_parse: str = "error",
     syntax_guided_mask: Optional[MaskBuilder] = None,
@@ -75,10 +73,10 @@ def create_sla_tok2vec_transformer(
     pooling: Model[Ragged, Floats2d],
     mask: Optional[MaskBuilder] = None,
     grad_factor: float = 1.0,
-    tokenizer_config: dict = {},
-    transformer_config: dict = {},
+    tokenizer_config: Dict[str, Any] = {},
+    transformer_config: Dict[str, Any] = {},
     mixed_precision: bool = False,
-    grad_scaler_config: dict = {},
+    grad_scaler_config: Dict[str, Any] = {},
     sla_layers: Optional[List[int]] = None,
     on_missing_parse: str = "error",
     syntax_guided_mask: Optional[MaskBuilder] = None,
@@ -143,63 +141,3 @@ head = 0
 weight = 1.0
 """)
 
-
-# Retired before the first release: the name that replaces each, and how
-# its block is rewritten.
-RETIRED_NAMES: Dict[str, Tuple[str, str]] = {
-    "spacy-sla.SLATransformerModel.v2": ("spacy-sla.SLATransformerModel.v1", "the same arguments"),
-    "spacy-sla.SLATok2VecTransformer.v2": ("spacy-sla.SLATok2VecTransformer.v1", "the same arguments"),
-    "spacy-sla.syntax_mask.v3": ("spacy-sla.syntax_mask.v1", "the same arguments"),
-    "spacy-sla.syntax_mask.v2": ("spacy-sla.syntax_mask.v1",
-                                 '`punct_visible = true` becomes `punct_rule = "spacy"`, false becomes "none"'),
-    "spacy-sla.window_mask.v2": ("spacy-sla.window_mask.v1", "the same arguments"),
-    "spacy-sla.soft_threshold.v1": ("spacy-sla.threshold_log_bias.v1", "the same arguments"),
-}
-
-
-def _refuse(name: str) -> NoReturn:
-    replacement, rewrite = RETIRED_NAMES[name]
-    others = "; ".join(f"{old} -> {new}" for old, (new, _) in RETIRED_NAMES.items())
-    raise ValueError(Errors.E120.format(name=name, replacement=replacement, rewrite=rewrite, others=others))
-
-
-# The refusals take the arguments the retired functions took, so that spaCy's
-# validation of a saved block lets the refusal say what replaces it.
-@registry.architectures("spacy-sla.SLATransformerModel.v2")
-def retired_sla_transformer_model_v2(
-    name: Any = None, get_spans: Any = None, mask: Any = None, tokenizer_config: Any = None,
-    transformer_config: Any = None, mixed_precision: Any = None, grad_scaler_config: Any = None,
-    sla_layers: Any = None, on_missing_parse: Any = None, syntax_guided_mask: Any = None,
-    parent_attention: Any = None,
-) -> NoReturn:
-    _refuse("spacy-sla.SLATransformerModel.v2")
-
-
-@registry.architectures("spacy-sla.SLATok2VecTransformer.v2")
-def retired_sla_tok2vec_transformer_v2(
-    name: Any = None, get_spans: Any = None, pooling: Any = None, mask: Any = None, grad_factor: Any = None,
-    tokenizer_config: Any = None, transformer_config: Any = None, mixed_precision: Any = None,
-    grad_scaler_config: Any = None, sla_layers: Any = None, on_missing_parse: Any = None,
-    syntax_guided_mask: Any = None, parent_attention: Any = None,
-) -> NoReturn:
-    _refuse("spacy-sla.SLATok2VecTransformer.v2")
-
-
-@registry.misc("spacy-sla.syntax_mask.v3")
-def retired_syntax_mask_v3(threshold: Any = None, punct_rule: Any = None, neighbours: Any = None) -> NoReturn:
-    _refuse("spacy-sla.syntax_mask.v3")
-
-
-@registry.misc("spacy-sla.syntax_mask.v2")
-def retired_syntax_mask_v2(threshold: Any = None, punct_visible: Any = None, neighbours: Any = None) -> NoReturn:
-    _refuse("spacy-sla.syntax_mask.v2")
-
-
-@registry.misc("spacy-sla.window_mask.v2")
-def retired_window_mask_v2(window: Any = None, punct_rule: Any = None) -> NoReturn:
-    _refuse("spacy-sla.window_mask.v2")
-
-
-@registry.misc("spacy-sla.soft_threshold.v1")
-def retired_soft_threshold_v1(initial_threshold: Any = None, max_distance: Any = None) -> NoReturn:
-    _refuse("spacy-sla.soft_threshold.v1")

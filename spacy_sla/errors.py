@@ -16,7 +16,7 @@ class SLACodes(type):
     prefix = "SLA"
 
     def __getattribute__(cls, code: str) -> str:
-        message = super().__getattribute__(code)
+        message: str = super().__getattribute__(code)
         if code.startswith("__"):
             return message
         return f"[{type(cls).prefix}-{code}] {message}"
@@ -337,11 +337,6 @@ class Errors(metaclass=SLACodes):
     )
 
     # Registered names and variants
-    E120 = (
-        "The config names '{name}', a name spacy-sla retired before its "
-        "first release: write '{replacement}' instead, with {rewrite}. Every "
-        "retired name and its replacement: {others}."
-    )
     E121 = (
         "Cannot register the attention variant {name}: {problem}. Give "
         "register_variant a file-stem name no other variant has, a line "

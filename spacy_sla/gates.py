@@ -16,12 +16,13 @@ def install_gate_extension() -> None:
         Doc.set_extension(GATES_ATTR, default=None)
 
 
-def token_gates(batch: SLATransformerBatch, docs: List[Doc]) -> List[numpy.ndarray]:
+def token_gates(batch: SLATransformerBatch, gates: numpy.ndarray, docs: List[Doc]) -> List[numpy.ndarray]:
     """(n_sla_layers, n_tokens) per Doc: the mean gate over the token's
-    wordpieces (over all spans that hold the token); NaN for tokens without
-    wordpieces (whitespace) and where the gate was not used."""
-    n_layers = batch.gates.shape[0]
-    flat_gates = batch.gates.reshape(n_layers, -1)
+    wordpieces (over all spans that hold the token), from the batch's
+    `gates`; NaN for tokens without wordpieces (whitespace) and where the
+    gate was not used."""
+    n_layers = gates.shape[0]
+    flat_gates = gates.reshape(n_layers, -1)
     lengths = numpy.asarray(batch.align.lengths, dtype=numpy.int64)
     pieces = numpy.asarray(batch.align.dataXd, dtype=numpy.int64).reshape(-1)
     token_of_pair = numpy.repeat(numpy.arange(len(lengths)), lengths)

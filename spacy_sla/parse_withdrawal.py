@@ -21,6 +21,8 @@ from spacy.attrs import DEP, HEAD, SENT_START
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from .syntax.dependency_tree import as_ints2d
+
 PARSE_ATTRIBUTES = [HEAD, DEP, SENT_START]
 
 
@@ -37,7 +39,7 @@ def withdraw_parse(doc: Doc) -> Doc:
     """Reset the Doc's parse and sentence starts in place, as if it had never
     been parsed; the Doc."""
     if len(doc):
-        doc.from_array(PARSE_ATTRIBUTES, unparsed_arrays(len(doc)))
+        doc.from_array(PARSE_ATTRIBUTES, as_ints2d(unparsed_arrays(len(doc))))
     return doc
 
 

@@ -1,6 +1,6 @@
 import os
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Union, cast
 
 import numpy
 from spacy.language import Language
@@ -14,7 +14,9 @@ from spacy_transformers.layers import TransformerListener
 from spacy_transformers.pipeline_component import DOC_EXT_ATTR, Transformer, install_extensions
 from spacy_transformers.util import batch_by_length
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from thinc.types import Floats3d
 
+from .data_classes import SLATransformerBatch
 from .errors import Errors
 from .gates import GATES_ATTR, install_gate_extension, token_gates
 from .layers.transformer_model import TOK2VEC_ARCHITECTURES, SLATransformerModel
@@ -51,6 +53,9 @@ neighbours = true
 """
 
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
+# spaCy's error handler (nlp.set_error_handler): the component's name, the
+# component, the Docs that failed and the error
+ErrorHandler = Callable[[str, Any, List[Doc], Exception], None]
 
 
 @Language.factory(
@@ -124,7 +129,7 @@ class SLATransformer(Transformer):
         self,
         vocab: Vocab,
         model: Model[List[Doc], FullTransformerBatch],
-        set_extra_annotations: Callable = null_annotation_setter,
+        set_extra_annotations: Callable[[List[Doc], FullTransformerBatch], None] = null_annotation_setter,
         *,
         name: str = "sla_transformer",
         max_batch_items: int = 128 * 32,
@@ -170,7 +175,7 @@ class SLATransformer(Transformer):
         self.cfg["store_gates"] = self._store_gates
         self.cfg["max_batch_items"] = self._max_batch_items
 
-    def from_disk(self, path, *, exclude=tuple()) -> "SLATransformer":
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "SLATransformer":
         if "model" not in exclude and (Path(path) / "model").is_dir():
             # spacy-transformers reads a `model` folder as its 1.0 layout and
             # loads it with Hugging Face's own loader, past the checks of
@@ -183,7 +188,7 @@ class SLATransformer(Transformer):
         self._restore_runtime_settings()
         return self
 
-    def from_bytes(self, bytes_data, *, exclude=tuple()) -> "SLATransformer":
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "SLATransformer":
         super().from_bytes(bytes_data, exclude=exclude)
         self._restore_runtime_settings()
         return self
@@ -193,8 +198,8 @@ class SLATransformer(Transformer):
         store_gates, doc._.sla_gates."""
         docs = list(docs)
         super().set_annotations(docs, predictions)
-        if self.store_gates and getattr(predictions, "gates", None) is not None:
-            for doc, gates in zip(docs, token_gates(predictions, docs)):
+        if self.store_gates and isinstance(predictions, SLATransformerBatch) and predictions.gates is not None:
+            for doc, gates in zip(docs, token_gates(predictions, predictions.gates, docs)):
                 doc._.set(GATES_ATTR, gates)
 
     def predict(self, docs: Iterable[Doc]) -> FullTransformerBatch:
@@ -224,7 +229,7 @@ class SLATransformer(Transformer):
             first_index += len(outer_batch)
 
     def _annotate_handling_errors(
-        self, outer_batch: List[Doc], indices: List[int], first_index: int, error_handler: Callable
+        self, outer_batch: List[Doc], indices: List[int], first_index: int, error_handler: ErrorHandler
     ) -> List[int]:
         """Predict and annotate outer_batch[indices]; the indices of the Docs
         handed to the error handler."""
@@ -279,17 +284,19 @@ class SLATransformer(Transformer):
         if self._supervises_parents():
             name = self.auxiliary_loss_name
             losses[name] = losses.get(name, 0.0) + (getattr(trf_full, "auxiliary_loss", None) or 0.0)
-        d_tensors: List[List] = []
+        d_tensors: List[List[Floats3d]] = []
+        xp = self.model.ops.xp
 
         def accumulate_gradient(d_trf_datas: List[TransformerData]) -> None:
             """Sum the gradients of all but the last listener."""
             for i, d_trf_data in enumerate(d_trf_datas):
-                for d_tensor in d_trf_data.tensors:
-                    losses[self.name] += float((d_tensor**2).sum())
+                gradients = _gradient_arrays(d_trf_data)
+                for d_tensor in gradients:
+                    losses[self.name] += float(xp.square(d_tensor).sum())
                 if i >= len(d_tensors):
-                    d_tensors.append(list(d_trf_data.tensors))
+                    d_tensors.append(gradients)
                 else:
-                    for j, d_tensor in enumerate(d_trf_data.tensors):
+                    for j, d_tensor in enumerate(gradients):
                         d_tensors[i][j] += d_tensor
 
         def backprop(d_trf_datas: List[TransformerData]) -> List[Doc]:
@@ -320,4 +327,17 @@ class SLATransformer(Transformer):
         (n_pieces, n_pieces) bool array per span, padding excluded, True where
         the row piece may attend to the column piece. For inspection and
         plots; the Docs must be parsed."""
+        if not isinstance(self.model, SLATransformerModel):
+            raise TypeError(f"local_masks needs an SLATransformerModel; {self.name}'s model is {self.model.name!r}")
         return self.model.local_masks(list(docs))
+
+
+def _gradient_arrays(d_trf_data: TransformerData) -> List[Floats3d]:
+    """The gradient of each output tensor of the model: one (n_spans,
+    n_pieces, width) array each, as FullTransformerBatch.unsplit_by_doc
+    takes them (TransformerData types its tensors more loosely: any array,
+    or a list of arrays, which the SLA model never outputs)."""
+    arrays = [tensor for tensor in d_trf_data.tensors if not isinstance(tensor, list)]
+    if len(arrays) != len(d_trf_data.tensors):
+        raise TypeError("The SLA transformer's output gradients must be arrays, not lists of arrays.")
+    return cast(List[Floats3d], arrays)

@@ -1,13 +1,9 @@
 """The registered architectures: what each builds from its config arguments,
 without loading a Hugging Face model (the model is built lazily at
-initialization), and the retired names, refused with [SLA-E120] naming their
-replacement."""
-import pytest
-import spacy
+initialization)."""
 from spacy.util import registry
-from thinc.api import Config
 
-from spacy_sla.architectures import RETIRED_NAMES, create_parent_attention
+from spacy_sla.architectures import create_parent_attention
 from spacy_sla.data_classes import ParentAttention
 from spacy_sla.variants.sla import create_syntax_mask
 from spacy_sla.variants.window import create_window_mask
@@ -54,34 +50,3 @@ def test_the_tok2vec_architecture_chains_transformer_split_and_pooling():
     assert model.layers[1].name == "trfs2arrays" and model.layers[1].layers == [pooling]
     assert model.layers[1].attrs["grad_factor"] == 0.5
 
-
-RETIRED_BLOCKS = {
-    "spacy-sla.syntax_mask.v3": '@misc = "spacy-sla.syntax_mask.v3"\nthreshold = 2\npunct_rule = "authors"',
-    "spacy-sla.syntax_mask.v2": '@misc = "spacy-sla.syntax_mask.v2"\nthreshold = 2\npunct_visible = true',
-    "spacy-sla.window_mask.v2": '@misc = "spacy-sla.window_mask.v2"\nwindow = 2',
-    "spacy-sla.soft_threshold.v1": '@misc = "spacy-sla.soft_threshold.v1"\ninitial_threshold = 2.0',
-    "spacy-sla.SLATransformerModel.v2": '@architectures = "spacy-sla.SLATransformerModel.v2"\nname = "x"',
-    "spacy-sla.SLATok2VecTransformer.v2": '@architectures = "spacy-sla.SLATok2VecTransformer.v2"\nname = "x"',
-}
-
-
-@pytest.mark.parametrize("name", sorted(RETIRED_NAMES))
-def test_a_retired_name_is_refused_with_its_replacement(name):
-    replacement, _ = RETIRED_NAMES[name]
-    with pytest.raises(ValueError, match=rf"\[SLA-E120\] The config names '{name}'.*write '{replacement}'"):
-        registry.resolve(Config().from_str(f"[block]\n{RETIRED_BLOCKS[name]}\n"))
-    assert registry.has("misc" if "mask" in name or "threshold" in name else "architectures", replacement)
-
-
-def test_the_refusal_of_the_punct_visible_flag_says_how_to_rewrite_it():
-    with pytest.raises(ValueError, match=r'`punct_visible = true` becomes `punct_rule = "spacy"`'):
-        registry.resolve(Config().from_str(f"[block]\n{RETIRED_BLOCKS['spacy-sla.syntax_mask.v2']}\n"))
-
-
-def test_a_saved_config_with_a_retired_name_is_refused_before_anything_is_built(tiny_bert):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sla_transformer", config={"model": {"name": str(tiny_bert)}})
-    config = Config(nlp.config).copy()
-    config["components"]["sla_transformer"]["model"]["mask"]["@misc"] = "spacy-sla.syntax_mask.v3"
-    with pytest.raises(ValueError, match=r"\[SLA-E120\].*spacy-sla.syntax_mask.v1"):
-        spacy.util.load_model_from_config(config, auto_fill=True)

@@ -19,7 +19,7 @@ from spacy_sla.layers.family_adapters import TRANSFORMERS_FLOOR
 
 ROOT = Path(__file__).parent.parent
 # what the floors' environment runs: loading and saving, every family the
-# floors support, training through listeners, the retired names refused
+# floors support, training through listeners, the registered architectures
 CORE_TESTS = [
     "tests/layers/test_hf_shim.py",
     "tests/layers/test_saved_state.py",

@@ -79,21 +79,18 @@ def test_each_entry_point_resolves_in_a_fresh_process(tmp_path):
     assert report["resolved"] == {name: target for _, name, target in entries}
 
 
-def reference_listing() -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]]]:
-    """docs/reference.md's registry names, per entry point group: the names
-    in use and the retired ones (the two text blocks of "Registry names")."""
+def reference_listing() -> Dict[str, Set[str]]:
+    """docs/reference.md's registry names, per entry point group (the text
+    block of "Registry names")."""
     section = (ROOT / "docs" / "reference.md").read_text(encoding="utf8").split("## Registry names", 1)[1]
-    blocks = re.findall(r"```text\n(.*?)```", section.split("\n## ", 1)[0], re.S)
-    listings = []
-    for block in blocks[:2]:
-        groups: Dict[str, Set[str]] = {}
-        for line in block.splitlines():
-            if line and not line.startswith(" "):
-                group = groups.setdefault(line.strip(), set())
-            elif line.strip():
-                group.add(line.split()[0])
-        listings.append(groups)
-    return listings[0], listings[1]
+    block = re.findall(r"```text\n(.*?)```", section.split("\n## ", 1)[0], re.S)[0]
+    groups: Dict[str, Set[str]] = {}
+    for line in block.splitlines():
+        if line and not line.startswith(" "):
+            group = groups.setdefault(line.strip(), set())
+        elif line.strip():
+            group.add(line.split()[0])
+    return groups
 
 
 def entry_point_names() -> Dict[str, Set[str]]:
@@ -104,13 +101,5 @@ def entry_point_names() -> Dict[str, Set[str]]:
             for group in section}
 
 
-def test_the_reference_lists_every_entry_point_and_the_retired_names_apart():
-    from spacy_sla.architectures import RETIRED_NAMES
-
-    in_use, retired = reference_listing()
-    declared_names = entry_point_names()
-    assert {group: in_use.get(group, set()) | retired.get(group, set()) for group in declared_names} == declared_names
-    assert set().union(*retired.values()) == set(RETIRED_NAMES)
-    assert not set().union(*in_use.values()) & set(RETIRED_NAMES)
-    # every retired name's replacement is in use
-    assert {replacement for replacement, _ in RETIRED_NAMES.values()} <= set().union(*in_use.values())
+def test_the_reference_lists_every_entry_point():
+    assert reference_listing() == entry_point_names()

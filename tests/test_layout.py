@@ -6,17 +6,18 @@ replication or the benchmarks outside it.
 - The core is the top-level modules of spacy_sla/ and the subpackages
   CORE_PACKAGES; it imports nothing from the tools, and its modules import
   only from their own layer or the layers below it (CORE_LAYERS).
+- The core keeps no ambient state: no context variable, thread-local or
+  function cache anywhere in it (the mask builders get a batch's parses
+  from the model, the layers a forward pass's masks as arguments).
 - The tools are the subpackages TOOLS; they import a core name only as
   `from spacy_sla import NAME` with NAME in spacy_sla.__all__, or `from
   spacy_sla.MODULE import NAME` with NAME in that core module's __all__.
 - The core stays near the size of the plugins it sits beside
   (spacy-transformers 2,508 lines, spacy-curated-transformers 5,278, both
   counted as here, every line of every module): CORE_LINE_BOUND, which
-  holds today's 7,000 lines (the six mask variants with their layer
-  modules, ten encoder families and the checks of a saved pipeline, its
-  config's sizes and its weights' storage included, are what the anchors
-  do not have) and stops growth; no module of the wheel is over
-  MODULE_LINE_BOUND lines.
+  holds today's size (docs/development.md states it, and
+  tests/test_development_doc.py compares it with the tree) and stops
+  growth; no module of the wheel is over MODULE_LINE_BOUND lines.
 """
 import ast
 import importlib
@@ -192,13 +193,42 @@ def test_tests_mirror_the_package():
     assert share >= 0.85, f"{len(mirrored) - len(missing)}/{len(mirrored)} modules have a mirrored test file; missing: {missing}"
 
 
-def test_the_attention_path_reads_no_context_variable():
-    """The layers get a forward pass's masks and settings as arguments
-    (SyntaxAwareTransformer binds the batch to its own modules for the call),
-    never through a context variable or another process-wide switch."""
-    found = [str(path.relative_to(PACKAGE)) for path in sorted((PACKAGE / "layers").rglob("*.py"))
-             if any(isinstance(node, (ast.Import, ast.ImportFrom))
-                    and "contextvars" in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
-                                          else [node.module or ""])
-                    for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))))]
-    assert found == []
+AMBIENT_STATE_MODULES = {"contextvars"}
+AMBIENT_STATE_NAMES = {("threading", "local"), ("functools", "lru_cache"), ("functools", "cache")}
+
+
+def ambient_state(source: str) -> List[str]:
+    """What in a module keeps state beside its arguments, for a whole
+    process or thread: a context variable, a thread-local, a function cache
+    (functools.lru_cache or cache, imported or reached as an attribute)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name in AMBIENT_STATE_MODULES]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found += [node.module or ""] if node.module in AMBIENT_STATE_MODULES else []
+            found += [f"{node.module}.{alias.name}" for alias in node.names
+                      if (node.module, alias.name) in AMBIENT_STATE_NAMES]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            found += [f"{node.value.id}.{node.attr}"] if (node.value.id, node.attr) in AMBIENT_STATE_NAMES else []
+    return found
+
+
+def test_the_core_keeps_no_ambient_state():
+    """The core computes from its arguments: the layers get a forward pass's
+    masks and settings as arguments (SyntaxAwareTransformer binds the batch
+    to its own modules for the call), the mask builders a batch's parses
+    from the model (DocParses); no context variable, thread-local or
+    process-wide cache decides a result."""
+    found = {str(path.relative_to(PACKAGE)): ambient_state(path.read_text(encoding="utf8"))
+             for path in modules() if top(path) in CORE_LEVEL or top(path) == ""}
+    assert {module: names for module, names in found.items() if names} == {}
+
+
+def test_the_ambient_state_check_finds_each_kind():
+    assert ambient_state("from contextvars import ContextVar\nBATCH = ContextVar('batch')") == ["contextvars"]
+    assert ambient_state("import contextvars") == ["contextvars"]
+    assert ambient_state("import threading\nSTATE = threading.local()") == ["threading.local"]
+    assert ambient_state("from functools import lru_cache\n@lru_cache(8)\ndef f(x): return x") == ["functools.lru_cache"]
+    assert ambient_state("import functools\n@functools.cache\ndef f(x): return x") == ["functools.cache"]
+    assert ambient_state("import threading\nLOCK = threading.Lock()\nfrom functools import partial") == []

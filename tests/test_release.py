@@ -4,6 +4,7 @@ package and the top-level files; the wheel, installed on its own, loads every
 entry point setup.cfg declares from its own copy and carries every file the
 package tracks (its data files too)."""
 import configparser
+import importlib.metadata
 import json
 import os
 import re
@@ -51,6 +52,58 @@ def declared_entry_points() -> Dict[str, List[str]]:
         group: sorted(line.split("=")[0].strip() for line in value.splitlines() if line.strip() and "=" in line)
         for group, value in parser["options.entry_points"].items()
     }
+
+
+def python_requires() -> str:
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg", encoding="utf8")
+    return parser["options"]["python_requires"]
+
+
+def classified_pythons() -> List[str]:
+    """The Python versions setup.cfg's classifiers name, in order."""
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg", encoding="utf8")
+    return re.findall(r"Programming Language :: Python :: (3\.\d+)$", parser["metadata"]["classifiers"], flags=re.M)
+
+
+def readme_pythons() -> re.Match:
+    """README.md's one line on Python: the versions that install, and the one CI tests."""
+    found = re.search(r"^Python: (3\.\d+) to (3\.\d+) installs \(.*\); CI tests (3\.\d+)\.$",
+                      (ROOT / "README.md").read_text(encoding="utf8"), flags=re.M)
+    assert found, "README.md has no line 'Python: 3.X to 3.Y installs (...); CI tests 3.Z.'"
+    return found
+
+
+def minor(version: str) -> int:
+    return int(version.split(".")[1])
+
+
+def test_the_metadata_says_which_pythons_install_and_the_readme_which_are_tested():
+    first, last, tested = readme_pythons().groups()
+    assert python_requires() == f">={first}"
+    assert classified_pythons() == [f"3.{n}" for n in range(minor(first), minor(last) + 1)]
+    assert minor(first) <= minor(tested) <= minor(last)
+    # CI runs the README's commands with the interpreter this suite runs on
+    assert f"3.{sys.version_info.minor}" == tested
+
+
+def test_the_python_floor_is_the_one_the_torch_floor_needs():
+    """torch's floor (setup.cfg) publishes wheels for Python 3.10 and newer
+    only: a lower python_requires would promise an install that fails."""
+    torch = importlib.metadata.metadata("torch")
+    installed, floor = torch["Version"].split("+")[0], _declared_floor("torch")
+    if installed != floor:
+        pytest.skip(f"the environment has torch {installed}, not the floor {floor}")
+    assert torch["Requires-Python"] == python_requires()
+
+
+def _declared_floor(package: str) -> str:
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg", encoding="utf8")
+    requirement = next(line.strip() for line in parser["options"]["install_requires"].splitlines()
+                       if re.match(rf"{package}\b", line.strip()))
+    return re.search(r">=([\d.]+)", requirement).group(1)
 
 
 def run(command, **kwargs) -> subprocess.CompletedProcess:
@@ -104,9 +157,14 @@ def test_the_release_builds_installs_and_loads_every_entry_point(tmp_path: Path)
         in_wheel = set(archive.namelist())
         metadata = archive.read(f"{DIST_INFO}/METADATA").decode("utf8")
     assert sorted(set(package_files) - in_wheel) == []
+    # the package's type hints reach users' type checkers (PEP 561)
+    assert "spacy_sla/py.typed" in package_files and "spacy_sla/py.typed" in in_wheel
     # the plugin only: the paper's replication, the benchmarks and the tests stay in the repository
     assert sorted(name for name in in_wheel if name.split("/")[0] not in {"spacy_sla", DIST_INFO}) == []
     assert f"\nVersion: {__version__}\n" in metadata
+    assert f"\nRequires-Python: {python_requires()}\n" in metadata
+    assert re.findall(r"^Classifier: Programming Language :: Python :: (3\.\d+)$", metadata, flags=re.M) == \
+        classified_pythons()
     # no upper bound: pip must not downgrade a user's newer torch
     assert re.findall(r"^Requires-Dist: torch\b.*$", metadata, flags=re.M) == ["Requires-Dist: torch>=2.13.0"]
 

@@ -4,7 +4,7 @@ scoring functions of its components, spaCy 3.8), and of the scorers that
 code given with `--code` registers with register_scorer_statistics:
 component_statistics gives every score a statistic (statistics.py) that a
 bootstrap draw recomputes."""
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy
 from spacy.morphology import Morphology
@@ -39,7 +39,7 @@ def entity_counts(example: Example) -> List[int]:
     return [tp, fp, len(golds)]
 
 
-def _rows(per_example: Iterable[Sequence[int]], width: int) -> Counts:
+def _rows(per_example: Iterable[Union[Sequence[int], numpy.ndarray]], width: int) -> Counts:
     rows = numpy.array(list(per_example), dtype=numpy.int64)
     return rows.reshape(-1, width)
 
@@ -48,13 +48,14 @@ def token_attr_counts(
     examples: Sequence[Example],
     attr: str,
     getter: Callable[[Any, str], Any] = getattr,
-    missing_values: Set[Any] = MISSING_VALUES,
+    missing_values: AbstractSet[Any] = MISSING_VALUES,
 ) -> Counts:
     """(tp, fp, fn) per example of Scorer.score_token_attr, whose `{attr}_acc`
     is the F1 of their sums."""
     rows = []
     for example in examples:
-        gold, missing = set(), set()
+        gold: Set[Tuple[int, str]] = set()
+        missing: Set[int] = set()
         for gold_i, token in enumerate(example.reference):
             value = getter(token, attr)
             if value not in missing_values:
@@ -91,14 +92,15 @@ def token_attr_per_feat_counts(
     examples: Sequence[Example],
     attr: str,
     getter: Callable[[Any, str], Any] = getattr,
-    missing_values: Set[Any] = MISSING_VALUES,
+    missing_values: AbstractSet[Any] = MISSING_VALUES,
 ) -> Counts:
     """(tp, fp, fn) per example of the micro scores of
     Scorer.score_token_attr_per_feat (features of every field together)."""
     rows = []
     for example in examples:
         vocab = example.reference.vocab
-        gold, missing = set(), set()
+        gold: Set[Tuple[int, str]] = set()
+        missing: Set[int] = set()
         for gold_i, token in enumerate(example.reference):
             value = getter(token, attr)
             features = _morph_features(vocab, value) if value not in missing_values else []
@@ -106,7 +108,7 @@ def token_attr_per_feat_counts(
                 gold.update((gold_i, feature) for feature in features)
             else:
                 missing.add(gold_i)
-        predicted = set()
+        predicted: Set[Tuple[int, str]] = set()
         for gold_i, token in _aligned_tokens(example):
             value = getter(token, attr)
             if gold_i not in missing and value not in missing_values:
@@ -149,7 +151,7 @@ def dependency_counts(
     head_attr: str = "head",
     head_getter: Callable[[Any, str], Any] = getattr,
     ignore_labels: Iterable[str] = (),
-    missing_values: Set[Any] = MISSING_VALUES,
+    missing_values: AbstractSet[Any] = MISSING_VALUES,
 ) -> Tuple[Counts, Counts]:
     """(tp, fp, fn) per example of Scorer.score_deps, unlabelled (UAS) and
     labelled (LAS). spaCy's score_deps keeps the indices of gold tokens
@@ -172,18 +174,18 @@ def dependency_counts(
         for token in example.predicted:
             if token.orth_.isspace():
                 continue
-            gold_i = align.x2y[token.i][0] if align.x2y.lengths[token.i] == 1 else None
-            if gold_i in missing:
+            gold_token = align.x2y[token.i][0] if align.x2y.lengths[token.i] == 1 else None
+            if gold_token in missing:
                 continue
             dep = getter(token, attr)
             head = head_getter(token, head_attr)
             if dep in ignored or not token.orth_.strip():
                 continue
             gold_head = align.x2y[head.i][0] if align.x2y.lengths[head.i] == 1 else None
-            if gold_i is None or gold_head is None:
+            if gold_token is None or gold_head is None:
                 unaligned += 1  # a false positive for both scores
             else:
-                predicted.add((gold_i, gold_head, dep))
+                predicted.add((gold_token, gold_head, dep))
         tp, fp, fn = _set_counts(predicted, gold)
         labelled.append((tp, fp + unaligned, fn))
         tp, fp, fn = _set_counts({item[:2] for item in predicted}, {item[:2] for item in gold})
@@ -228,9 +230,9 @@ def cats_counts(
                 row[index[pred_label], 1] += 1
         elif gold:
             # score_cats' own branch for a document without predicted cats (unreachable for a text
-            # classifier, which always predicts; kept as spaCy wrote it, max over the label names)
-            gold_label, gold_score = max(gold, key=lambda item: item[1])
-            if gold_score > 0:
+            # classifier, which always predicts)
+            gold_label, top_score = max(gold.items(), key=lambda item: item[1])
+            if top_score > 0:
                 row[index[gold_label], 2] += 1
         elif predicted:
             row[index[max(predicted.items(), key=lambda item: item[1])[0]], 1] += 1

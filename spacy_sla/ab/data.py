@@ -62,7 +62,7 @@ def draw_training_samples(train_path: Path, sizes: Sequence[Optional[int]], data
     permutation of the corpus (numpy's default_rng(sample_seed)), so the
     samples are nested and the same for every variant and seed. Kept while
     the corpus, the seed and the sizes are the same (data/samples.json)."""
-    paths: Dict[Optional[int], Path] = {size: data_dir / f"train-{size}.spacy" for size in sizes if size is not None}
+    paths: Dict[int, Path] = {size: data_dir / f"train-{size}.spacy" for size in sizes if size is not None}
     if not paths:
         return {None: train_path}
     if not train_path.exists() or not (train_path.is_dir() or train_path.suffix == ".spacy"):
@@ -74,7 +74,7 @@ def draw_training_samples(train_path: Path, sizes: Sequence[Optional[int]], data
     if record_path.exists() and all(path.exists() for path in paths.values()):
         kept = json.loads(record_path.read_text(encoding="utf8"))
         if {key: kept.get(key) for key in record} == record:
-            return {**paths, **({None: train_path} if None in sizes else {})}
+            return _with_whole_set(paths, train_path, sizes)
     docs = read_docbin_corpus(train_path)
     n_documents = len(docs)
     too_large = [size for size in paths if size >= n_documents]
@@ -87,7 +87,15 @@ def draw_training_samples(train_path: Path, sizes: Sequence[Optional[int]], data
         write_atomically(path, sample.to_bytes())
     write_atomically(record_path, json.dumps({**record, "documents": n_documents,
                                               "order_head": order[:20].tolist()}, indent=2).encode("utf8"))
-    return {**paths, **({None: train_path} if None in sizes else {})}
+    return _with_whole_set(paths, train_path, sizes)
+
+
+def _with_whole_set(paths: Dict[int, Path], train_path: Path, sizes: Sequence[Optional[int]]) -> Dict[Optional[int], Path]:
+    """The samples' paths, and the whole set's under None where the sizes name it."""
+    with_whole: Dict[Optional[int], Path] = {size: path for size, path in paths.items()}
+    if None in sizes:
+        with_whole[None] = train_path
+    return with_whole
 
 
 # score key prefix -> (what the dev Docs must have, the Doc check)

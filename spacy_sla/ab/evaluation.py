@@ -101,7 +101,7 @@ def _recomputed_draws(
     no per-document statistic covers."""
     values: Dict[str, List[Optional[float]]] = {key: [] for key in keys}
     for draw in weights:
-        drawn = [examples[index] for index in numpy.repeat(numpy.arange(len(examples)), draw)]
+        drawn = [examples[int(index)] for index in numpy.repeat(numpy.arange(len(examples)), draw)]
         scores = component.score(drawn)
         for key in keys:
             value = scores.get(key)

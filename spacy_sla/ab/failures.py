@@ -153,8 +153,8 @@ def repeating_failure(results: Sequence[Any], arms: Sequence[str], latest: Any =
         firsts.setdefault(result.run.variant, result)
     if len(arms) < 2 or set(firsts) != set(arms):
         return None
-    failures = [getattr(firsts[arm], "failure", None) for arm in arms]
-    if any(failure is None for failure in failures) or len({failure.signature for failure in failures}) > 1:
+    failures = [failure for arm in arms if (failure := getattr(firsts[arm], "failure", None)) is not None]
+    if len(failures) < len(arms) or len({failure.signature for failure in failures}) > 1:
         return None
     return (f"the first run of every arm ({', '.join(run_label(firsts[arm].run) for arm in arms)}) failed at the "
             f"{failures[0].stage} step with the same error ({failures[0].error}), which the other runs would repeat.")

@@ -11,7 +11,7 @@ mean difference is 0), so "the interval excludes 0" and "p < 0.05" agree.
 """
 import math
 import statistics
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from scipy import stats
 
@@ -43,7 +43,7 @@ def t_quantile_975(df: int) -> float:
 
 
 def paired_difference(scores: Dict[int, float], baseline: Dict[int, float],
-                      min_seeds: int = 2) -> Dict[str, Optional[object]]:
+                      min_seeds: int = 2) -> Dict[str, Any]:
     """Differences scores[seed] − baseline[seed] over the seeds both have:
     their mean, sample sd, the 95% t-interval, the two-sided p-value and a
     verdict ("better", "worse": the interval excludes 0; "not shown": it
@@ -51,7 +51,7 @@ def paired_difference(scores: Dict[int, float], baseline: Dict[int, float],
     seeds than min_seeds (at least 2), so no interval, sd or p-value)."""
     seeds: List[int] = sorted(set(scores) & set(baseline))
     differences = [scores[seed] - baseline[seed] for seed in seeds]
-    result: Dict[str, Optional[object]] = {
+    result: Dict[str, Any] = {
         "seeds": seeds, "n": len(seeds), "differences": differences,
         "mean": statistics.mean(differences) if differences else None,
         "sd": None, "half_width": None, "low": None, "high": None, "p_value": None, "verdict": too_few(min_seeds),

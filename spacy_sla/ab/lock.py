@@ -154,7 +154,7 @@ def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print, loc
     output_dir.mkdir(parents=True, exist_ok=True)
     lock = output_dir / lock_name
     record = {**process_record(os.getpid()), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
-    holder: Dict[str, Any] = {}
+    holder: Optional[Dict[str, Any]] = {}
     for _ in range(5):  # a stale lock taken over, or a lock that went meanwhile: try again
         try:
             descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -176,7 +176,7 @@ def hold_output_dir(output_dir: Path, notify: Callable[[str], None] = print, loc
             json.dump(record, file)
         break
     else:
-        raise _refusal(output_dir, lock, holder, in_use, error_type)
+        raise _refusal(output_dir, lock, holder or {}, in_use, error_type)
     try:
         yield lock
     finally:

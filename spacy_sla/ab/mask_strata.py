@@ -76,7 +76,7 @@ def kept_strata(model_dir: Path, dev_path: Path, run_dir: Path, corpus: str = CO
     if not model_dir.exists():
         recorded = {key: kept.get("key", {}).get(key) for key in ("version", "dev")} if kept is not None else None
         # records made before the corpus was part of the key read a plain Corpus
-        if recorded != {"version": STRATA_VERSION, "dev": file_fingerprint(dev_path)} \
+        if kept is None or recorded != {"version": STRATA_VERSION, "dev": file_fingerprint(dev_path)} \
                 or kept.get("key", {}).get("corpus", "plain") != corpus:
             raise ValueError(Errors.E044.format(
                 run_dir=run_dir, model=model_dir,
@@ -119,6 +119,11 @@ def restrict_evaluation(evaluation: Dict[str, Any], selected: numpy.ndarray) -> 
         statistics[key] = {**entry, "statistic": statistic.to_json()}
         scores[key] = full_set_value(statistic) if numpy.any(selected) else None
     return {"documents": int(numpy.sum(selected)), "statistics": statistics, "scores": scores}
+
+
+def _defined(scores: Dict[int, Optional[float]]) -> Dict[int, float]:
+    """The seeds' scores that are not None."""
+    return {seed: score for seed, score in scores.items() if score is not None}
 
 
 def _part_score(part: Dict[str, Any], key: str, weights: Optional[Dict[str, float]]) -> Optional[float]:
@@ -172,8 +177,8 @@ def rows_by_mask(
         scores = {name: {seed: _part_score(parts[(name, seed)], key, weights) for seed in seeds}
                   for name in (reference, variant)}
         defined = [seed for seed in seeds if scores[variant][seed] is not None and scores[reference][seed] is not None]
-        over_seeds = paired_difference({seed: scores[variant][seed] for seed in defined},
-                                       {seed: scores[reference][seed] for seed in defined}, min_seeds)
+        # over the seeds both have: `defined`
+        over_seeds = paired_difference(_defined(scores[variant]), _defined(scores[reference]), min_seeds)
         stratum_draws = None
         if defined:
             drawn = DrawValues({model: part for model, part in parts.items() if model[1] in defined}, resamples,
@@ -191,8 +196,10 @@ def rows_by_mask(
         {seed: differences[RESTRICTED][seed] - differences[UNRESTRICTED][seed] for seed in both},
         dict.fromkeys(both, 0.0), min_seeds)
     gap = None
-    if set(both) == set(differences[RESTRICTED]) == set(differences[UNRESTRICTED]) and both:
-        gap = draws[RESTRICTED] - draws[UNRESTRICTED]
+    restricted_draws, unrestricted_draws = draws[RESTRICTED], draws[UNRESTRICTED]
+    if (set(both) == set(differences[RESTRICTED]) == set(differences[UNRESTRICTED]) and both
+            and restricted_draws is not None and unrestricted_draws is not None):
+        gap = restricted_draws - unrestricted_draws
     rows.append({
         "variant": variant, "reference": reference, "stratum": GAP, "documents": len(restricted), "seeds": both,
         "scores": {}, "over_seeds": over_seeds,

@@ -10,7 +10,7 @@ is recomputed on each draw from the models' per-document statistics
 (score_statistics.py), which works for scores that are not means over
 documents (MCC, entity F1, F0.5, macro averages, ROC AUC).
 """
-from typing import Any, Dict, Hashable, Iterable, Optional, Sequence
+from typing import Any, Dict, Hashable, Iterable, Mapping, Optional, Sequence
 
 import numpy
 
@@ -27,7 +27,7 @@ class DrawValues:
     documents and its per-score statistics); keys: the scores needed (all
     by default)."""
 
-    def __init__(self, evaluations: Dict[Hashable, Dict[str, Any]], resamples: int, random_seed: int = 0,
+    def __init__(self, evaluations: Mapping[Any, Dict[str, Any]], resamples: int, random_seed: int = 0,
                  keys: Optional[Iterable[str]] = None):
         n_documents = {evaluation["documents"] for evaluation in evaluations.values()}
         if len(n_documents) > 1:

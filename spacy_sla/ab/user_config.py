@@ -67,9 +67,9 @@ def inspect_parser(pipeline: str, lang: str = "en") -> ParserSource:
     return ParserSource(
         pipeline=pipeline,
         component=name,
-        lang=nlp.lang,
+        lang=nlp.lang or lang,
         listens=any(architecture.startswith("spacy.Tok2VecListener.") for architecture in architectures),
-        score_keys=tuple(nlp.get_pipe_meta(name).default_score_weights),
+        score_keys=tuple(nlp.get_pipe_meta(name).default_score_weights or {}),
     )
 
 

@@ -51,7 +51,7 @@ def transformer_block(user_block: Dict[str, Any], variant: str, options: Dict[st
             model[key] = copy.deepcopy(value)
     for option, value in options.items():
         *parents, leaf = VARIANT_OPTIONS[option]
-        node = model
+        node: Optional[Dict[str, Any]] = model
         for parent in parents:
             node = node.get(parent) if isinstance(node, dict) else None
         if isinstance(node, dict) and leaf in node:

@@ -1,6 +1,7 @@
 """`spacy sla init-config` and `spacy sla ab`: does SLA help *your*
 pipeline? Your config as attention variants, then an A/B comparison of
 them on your data."""
+import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -150,7 +151,8 @@ def ab_cli(
             _compare(plan, ray or ray_address is not None, ray_address, ray_cpus_per_run, ray_gpus_per_run,
                      no_figure, by_mask, replace)
     except AbInterrupted as stop:
-        msg.fail(Errors.E063.format(signal=str(stop), run=stop.run_name or "no run had started"), exits=128 + stop.signum)
+        msg.fail(Errors.E063.format(signal=str(stop), run=stop.run_name or "no run had started"))
+        sys.exit(128 + stop.signum)
     except (ValueError, OSError) as error:
         msg.fail(str(error), exits=1)
 

@@ -18,7 +18,8 @@ from spacy.tokens import DocBin
 from tqdm import tqdm
 from wasabi import msg
 
-from spacy_sla import has_complete_parse
+from spacy_sla import SLATransformer, has_complete_parse
+from spacy_sla.layers import SLATransformerModel
 from spacy_sla.parsers import resolve_parser
 
 from ..inspection.mask_statistics import (
@@ -161,6 +162,9 @@ def gates_cli(
         try:
             name = select_gate_component(nlp, component)
             pipe = nlp.get_pipe(name)
+            if (not isinstance(pipe, SLATransformer) or not isinstance(pipe.model, SLATransformerModel)
+                    or pipe.model.transformer is None):
+                raise InspectionError(f"The component '{name}' is not an initialised sla_transformer, which stores gates.")
             pipe.store_gates = True
             docs = list(islice(doc_bin.get_docs(nlp.vocab), n_docs))
             processed = tqdm(

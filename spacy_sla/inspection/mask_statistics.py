@@ -36,9 +36,11 @@ from spacy.util import registry
 
 from spacy_sla import (
     BuilderKind,
+    DocParses,
     MaskBuilder,
     PunctRule,
     SpanGetter,
+    build_matrix,
     build_syntax_inputs,
     builder_kind,
     builder_punct_rule,
@@ -130,7 +132,8 @@ def make_mask(kind: str, value: int, punct_rule: str = "authors") -> MaskBuilder
 
 def strided_spans(window: int = DEFAULT_WINDOW, stride: int = DEFAULT_STRIDE) -> SpanGetter:
     """The span getter of the shipped configs and the component's default."""
-    return registry.span_getters.get("spacy-transformers.strided_spans.v1")(window=window, stride=stride)
+    getter: SpanGetter = registry.get("span_getters", "spacy-transformers.strided_spans.v1")(window=window, stride=stride)
+    return getter
 
 
 def sample_docs(docs: Sequence[Doc], limit: Optional[int], seed: Optional[int]) -> List[Doc]:
@@ -192,10 +195,11 @@ def sequences(docs: Sequence[Doc], level: str, get_spans: SpanGetter) -> List[Sp
     return flatten_spans(get_spans(list(docs)))
 
 
-def token_visibility(span: Span, builder: MaskBuilder) -> numpy.ndarray:
+def token_visibility(span: Span, builder: MaskBuilder, parses: DocParses) -> numpy.ndarray:
     """The token-level visibility of the span's tokens that have wordpieces
-    (whitespace tokens left out), as the module docstring defines it."""
-    visible = numpy.array(builder(span), dtype=bool)
+    (whitespace tokens left out), as the module docstring defines it; the
+    builder reads the parse from `parses`."""
+    visible = numpy.array(build_matrix(builder, span, parses), dtype=bool)
     numpy.fill_diagonal(visible, True)
     if builder_punct_rule(builder) is PunctRule.AUTHORS:
         punctuation = [all(is_authors_punctuation(character) for character in token.text) for token in span]
@@ -222,8 +226,11 @@ def mask_statistics(
     spans = sequences(docs, level, get_spans or strided_spans())
     token_pairs = visible_tokens = full_tokens = n_tokens = 0
     share_sum = 0.0
+    parses, doc = DocParses(), None
     for span in spans:
-        visible = token_visibility(span, builder)
+        if span.doc is not doc:  # a Doc's spans follow each other: one Doc's parse held at a time
+            parses, doc = DocParses(), span.doc
+        visible = token_visibility(span, builder, parses)
         n_tokens += len(visible)
         token_pairs += visible.size
         visible_tokens += int(visible.sum())
@@ -299,8 +306,8 @@ def statistics_table(rows: Sequence[MaskStatistics]) -> str:
     return header + "\n".join(lines) + "\n"
 
 
-def _percent(share: float) -> str:
-    return "–" if share != share else f"{100 * share:.1f} %"
+def _percent(share: Optional[float]) -> str:
+    return "–" if share is None or share != share else f"{100 * share:.1f} %"
 
 
 def load_tokenizer(name: str) -> Any:

@@ -9,7 +9,7 @@ matplotlib (the `plots` extra) is imported only by the functions that draw.
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.language import Language
@@ -18,7 +18,7 @@ from thinc.api import Model
 
 from spacy_sla import SLATransformer
 from spacy_sla.gates import GATES_ATTR
-from spacy_sla.layers import SLATransformerModel, check_model_type
+from spacy_sla.layers import SLATransformerModel, SyntaxAwareTransformer, check_model_type
 
 SLA_ARCHITECTURE_PREFIX = "spacy-sla.SLA"
 PLOTS_HINT = "pip install spacy-sla[plots]"
@@ -107,7 +107,7 @@ def select_gate_component(nlp: Language, component: Optional[str] = None) -> str
             "gates are stored by the sla_transformer component (store_gates)."
         )
     location = _choose(locations, component, "SLA gates")
-    if not location.model.transformer.sla_layers:
+    if not _transformer_of(location.model).sla_layers:
         raise InspectionError(
             f"The component '{location.component}' has no SLA layers (its mask is null: an SG-Net or LISA "
             "variant), so it has no gates."
@@ -222,7 +222,7 @@ def plot_gate_statistics(statistics: Dict[str, GateStatistics], output: Path) ->
     new_figure = require_matplotlib()
     figure = new_figure(figsize=(6.4, 4.2), dpi=150, layout="constrained")
     axes = figure.add_subplot()
-    all_layers = set()
+    all_layers: Set[int] = set()
     for label, stats in statistics.items():
         points = [(layer, m, s) for layer, m, s in zip(stats.layers, stats.mean, stats.std) if m is not None]
         if not points:
@@ -242,7 +242,14 @@ def plot_gate_statistics(statistics: Dict[str, GateStatistics], output: Path) ->
     figure.savefig(output)
 
 
-def _parameter_count(parameters: Iterable) -> int:
+def _transformer_of(model: SLATransformerModel) -> SyntaxAwareTransformer:
+    """The model's encoder, which every loaded or initialised pipeline has."""
+    if model.transformer is None:
+        raise InspectionError("The SLA transformer has no encoder yet: initialise the pipeline (nlp.initialize) first.")
+    return model.transformer
+
+
+def _parameter_count(parameters: Iterable[Any]) -> int:
     return int(sum(parameter.numel() for parameter in parameters))
 
 
@@ -253,14 +260,14 @@ def sla_info(nlp: Language) -> List[Dict[str, Any]]:
     result = []
     for location in find_sla_models(nlp):
         model = location.model
-        transformer = model.transformer
+        transformer = _transformer_of(model)
         config = transformer.config
         settings = model.settings
         family = check_model_type(config.model_type, name=settings.name or config.name_or_path)
         parent = transformer.parent_attention
         names = set(transformer.sla_parameter_names())
         pipe = nlp.get_pipe(location.component)
-        own_component = isinstance(pipe, SLATransformer) and location.config_path == "model"
+        own_component = pipe if isinstance(pipe, SLATransformer) and location.config_path == "model" else None
         result.append(
             {
                 "component": location.component,
@@ -282,8 +289,8 @@ def sla_info(nlp: Language) -> List[Dict[str, Any]]:
                 "parent_attention": None if parent is None else asdict(parent),
                 "parent_attention_config": location.config.get("parent_attention"),
                 "on_missing_parse": settings.on_missing_parse,
-                "store_gates": bool(pipe.cfg.get("store_gates")) if own_component else None,
-                "listeners": list(pipe.listening_components) if own_component else [],
+                "store_gates": None if own_component is None else bool(own_component.cfg.get("store_gates")),
+                "listeners": [] if own_component is None else list(own_component.listening_components),
                 "parameters": _parameter_count(transformer.parameters()),
                 "sla_parameters": _parameter_count(p for n, p in transformer.named_parameters() if n in names),
             }

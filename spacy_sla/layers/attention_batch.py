@@ -113,12 +113,24 @@ class AttentionBatch:
             return self.global_mask
         return score_bias.to(dtype).masked_fill(~self.global_mask, hidden_offset(dtype))
 
+    def boolean_local_mask(self) -> torch.Tensor:
+        """local_mask, for the paths that run only with one."""
+        if self.local_mask is None:
+            raise ValueError("This attention batch has no boolean local mask.")
+        return self.local_mask
+
+    def groups(self) -> Tuple[WidthGroup, ...]:
+        """width_groups, for the paths that run only with them."""
+        if self.width_groups is None:
+            raise ValueError("This attention batch has no width groups.")
+        return self.width_groups
+
     def empty_local_rows(self) -> Optional[torch.Tensor]:
         """The (batch, 1, n_pieces, 1) rows that see no key locally, or None
         when there is none (the masks the builders make always show each
         piece itself). Made once per forward pass for all layers."""
         if self._empty_local_rows is None:
-            empty_rows = (~self.local_mask).all(-1, keepdim=True)
+            empty_rows = (~self.boolean_local_mask()).all(-1, keepdim=True)
             self._empty_local_rows = (empty_rows if bool(empty_rows.any()) else None,)
         return self._empty_local_rows[0]
 
@@ -130,7 +142,7 @@ class AttentionBatch:
         the CPU; made once per forward pass for all layers."""
         offsets = self._logit_offsets.get((dtype, local))
         if offsets is None:
-            visible = self.local_mask if local else self.global_mask
+            visible = self.boolean_local_mask() if local else self.global_mask
             offsets = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
             offsets.masked_fill_(~visible, float("-inf"))
             self._logit_offsets[(dtype, local)] = offsets
@@ -147,7 +159,11 @@ class AttentionBatch:
             return None
         mask = self._additive_local_masks.get((dtype, gathered))
         if mask is None:
-            visible = self.local_mask.index_select(0, self.local_rows) if gathered else self.local_mask
+            visible = self.boolean_local_mask()
+            if gathered:
+                if self.local_rows is None:
+                    raise ValueError("This attention batch gathers no rows for the local branch.")
+                visible = visible.index_select(0, self.local_rows)
             mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
             mask.masked_fill_(~visible, hidden_offset(dtype))
             self._additive_local_masks[(dtype, gathered)] = mask
@@ -159,8 +175,8 @@ class AttentionBatch:
         key, boolean. Made once per forward pass for all layers."""
         mask = self._group_masks.get((dtype, index))
         if mask is None:
-            group = self.width_groups[index]
-            visible = group.take(self.local_mask)[..., : group.width]
+            group = self.groups()[index]
+            visible = group.take(self.boolean_local_mask())[..., : group.width]
             if self.empty_local_rows() is None:
                 mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
                 mask.masked_fill_(~visible, hidden_offset(dtype))

@@ -91,7 +91,7 @@ class SLAShim(HFShim):
         model: HFObjects,
         options: Dict[str, Any],
         mixed_precision: bool = False,
-        grad_scaler_config: Optional[dict] = None,
+        grad_scaler_config: Optional[Dict[str, Any]] = None,
     ):
         super().__init__(
             model,
@@ -151,7 +151,8 @@ class SLAShim(HFShim):
             check_config_sizes(config, state)
 
             def build() -> SyntaxAwareTransformer:
-                return self.model_cls.from_config(config)
+                model: SyntaxAwareTransformer = self.model_cls.from_config(config)
+                return model
 
             on_meta = built_on_meta(build)
             loadable_state = check_saved_state(on_meta, state, is_added_key)
@@ -266,12 +267,13 @@ def _raised_in_spacy_transformers_loader(error: BaseException) -> bool:
     return bool(frames) and frames[-1].name == huggingface_from_pretrained.__name__
 
 
-def _vocabulary_file_name(name: str, tokenizer_config: dict) -> str:
+def _vocabulary_file_name(name: str, tokenizer_config: Dict[str, Any]) -> str:
     """The file name the model's tokenizer class gives its vocabulary (e.g.
     sentencepiece.bpe.model for XLM-R), for the message of [SLA-E005]."""
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(name), **tokenizer_config)
-        return tokenizer.vocab_files_names["vocab_file"]
+        file_name: str = tokenizer.vocab_files_names["vocab_file"]
+        return file_name
     except (OSError, ValueError, KeyError, ImportError):
         return "the file its tokenizer class names as vocab_file"
 
@@ -300,7 +302,7 @@ def coded_load_errors(name: str, hub_fix: str = TransformerLoadFixes.HUB) -> Ite
                                          fix=TransformerLoadFixes.LIBRARY)) from error
 
 
-def check_config_and_tokenizer(name: str, tokenizer_config: dict, hub_fix: str = TransformerLoadFixes.HUB) -> None:
+def check_config_and_tokenizer(name: str, tokenizer_config: Dict[str, Any], hub_fix: str = TransformerLoadFixes.HUB) -> None:
     """Load the model's config and tokenizer (not its weights), as training
     will: [SLA-E005] when they cannot be found or read, in seconds rather
     than when a training starts."""
@@ -309,7 +311,8 @@ def check_config_and_tokenizer(name: str, tokenizer_config: dict, hub_fix: str =
         AutoTokenizer.from_pretrained(name, **dict(tokenizer_config))
 
 
-def load_pretrained(name: str, tokenizer_config: dict, transformer_config: dict, from_saved: bool = False) -> HFObjects:
+def load_pretrained(name: str, tokenizer_config: Dict[str, Any], transformer_config: Dict[str, Any],
+                    from_saved: bool = False) -> HFObjects:
     """The tokenizer and encoder from a local directory or the hub; whatever
     prevents finding or reading them is [SLA-E005], which names what was
     looked for and how to fix it. Where the settings came with a saved

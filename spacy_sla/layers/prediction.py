@@ -133,7 +133,7 @@ def mix_by_width(
     query, and their own rows are never read, so they keep the global
     context. Sequences in no group hide no key: their mix is their global
     context."""
-    for index, group in enumerate(batch.width_groups):
+    for index, group in enumerate(batch.groups()):
         local_context = F.scaled_dot_product_attention(
             group.take(query), group.take(key), group.take(value), attn_mask=batch.group_local_mask(query.dtype, index)
         )

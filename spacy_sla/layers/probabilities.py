@@ -39,9 +39,11 @@ def attention_probabilities(
     if local is None:
         probs = F.dropout(probs, dropout, training)
         return probs @ value, probs
+    if gate is None:
+        raise ValueError("A local branch is mixed in by its gate: attention_probabilities needs one")
     if local_scores is not None:
         local_probs = local_scores.masked_fill(~batch.global_mask, float("-inf")).softmax(-1)
-    elif local.dtype == torch.bool:
+    elif isinstance(local, torch.Tensor) and local.dtype == torch.bool:
         # Normalised by the largest visible score, not the row's: when
         # every visible score lies far below the row maximum (~87 in
         # fp32, ~17 in fp16), exponents shifted by the row maximum all
@@ -52,8 +54,10 @@ def attention_probabilities(
         empty_rows = batch.empty_local_rows()
         if empty_rows is not None:
             local_probs = local_probs.masked_fill(empty_rows, 0.0)
-    else:
+    elif isinstance(local, torch.Tensor):
         local_probs = (scores + local).softmax(-1)
+    else:
+        raise TypeError(f"The local branch's input is a tensor or a transform of the scores, not {type(local)}")
     probs = torch.lerp(
         F.dropout(probs, dropout, training), F.dropout(local_probs, dropout, training), gate.to(probs.dtype)
     )

@@ -9,7 +9,7 @@ model's, and every value must be finite. Only then is the model built for
 real, and it then takes no more memory than the saved weights, apart from
 the buffers it makes itself (position ids, rotary frequencies), which are
 bounded too."""
-from typing import Any, Callable, Dict, List, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Set
 
 import torch
 from torch import nn
@@ -73,7 +73,7 @@ def check_state_entries(state: Any) -> Mapping[str, torch.Tensor]:
 
 
 def _check_names(model: nn.Module, state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
-                 parameters: set, buffers: set, is_added: Callable[[str], bool]) -> None:
+                 parameters: Set[str], buffers: Set[str], is_added: Callable[[str], bool]) -> None:
     missing = [key for key in expected if key in parameters and key not in state and not is_added(key)]
     unexpected = [key for key in state if key not in expected and key not in buffers and not is_added(key)]
     if missing or unexpected:

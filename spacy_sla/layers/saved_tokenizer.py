@@ -227,4 +227,5 @@ def vocab_file_contents(tokenizer: Any, folder: Path) -> Optional[bytes]:
     keeps beside the tokenizer, read from `folder`."""
     if not hasattr(tokenizer, "vocab_file"):
         return None
-    return (folder / tokenizer.vocab_files_names["vocab_file"]).read_bytes()
+    file_name: str = tokenizer.vocab_files_names["vocab_file"]
+    return (folder / file_name).read_bytes()

@@ -143,6 +143,8 @@ class SyntaxAwareAttention(nn.Module):
     def gate_values(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, n_pieces, n_gates): the weight of the local branch per
         token (and per head, with one gate per head)."""
+        if self.gate is None:
+            raise ValueError("gate_values asked of an attention module without a local branch")
         return torch.sigmoid(self.gate(hidden_states))
 
     def local_input(self, batch: AttentionBatch, dtype: torch.dtype, hidden_states: torch.Tensor) -> Optional[LocalInput]:
@@ -156,7 +158,8 @@ class SyntaxAwareAttention(nn.Module):
                 return None
             bias = self.local_bias(batch.local_buckets, hidden_states)
             if not isinstance(bias, torch.Tensor):
-                return bias
+                transform: LocalInput = bias  # a LocalScoresTransform: a callable on the scores
+                return transform
             return bias.to(dtype).masked_fill(~batch.global_mask, hidden_offset(dtype))
         return batch.local_mask
 

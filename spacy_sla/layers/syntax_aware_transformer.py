@@ -3,7 +3,7 @@ its layers, optionally a supervised parent-attention head (LISA) and a
 syntax-guided layer on top (SG-Net)."""
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type, Union
 
 import torch
 from torch import nn
@@ -24,13 +24,10 @@ def resolve_layers(sla_layers: Optional[Sequence[int]], n_layers: int) -> List[i
     """Sorted, non-negative layer indices; None means every layer."""
     if sla_layers is None:
         return list(range(n_layers))
-    resolved = []
-    for index in sla_layers:
-        if isinstance(index, bool) or not isinstance(index, int) or not -n_layers <= index < n_layers:
-            resolved = None
-            break
-        resolved.append(index % n_layers)
-    if resolved is None or len(set(resolved)) != len(resolved):
+    valid = all(not isinstance(index, bool) and isinstance(index, int) and -n_layers <= index < n_layers
+                for index in sla_layers)
+    resolved = [index % n_layers for index in sla_layers] if valid else []
+    if not valid or len(set(resolved)) != len(resolved):
         raise ValueError(Errors.E003.format(sla_layers=list(sla_layers), n_layers=n_layers))
     return sorted(resolved)
 
@@ -110,17 +107,20 @@ class SyntaxAwareTransformer(nn.Module):
         self.sla_layers = resolve_layers(sla_layers, len(layers))
         self.parent_attention = _resolve_parent_attention(parent_attention, len(layers), config.num_attention_heads)
         supervised_layer = None if self.parent_attention is None else self.parent_attention.layer
-        for index in sorted(set(self.sla_layers) | {supervised_layer} - {None}):
+        supervised_head = None if self.parent_attention is None else self.parent_attention.head
+        # an adapter class, built from the module it replaces (FamilyAdapter)
+        make_adapter: Callable[..., FamilyAdapter] = family
+        for index in sorted(set(self.sla_layers) | ({supervised_layer} if supervised_layer is not None else set())):
             holder = family.holder(layers[index])
             original = getattr(holder, family.attribute)
             _check_wrappable(original, family, config)
             local = index in self.sla_layers
-            replacement = family(
+            replacement = make_adapter(
                 original,
                 config,
                 local=local,
                 local_bias=local_bias(config) if local and local_bias is not None else None,
-                supervised_head=self.parent_attention.head if index == supervised_layer else None,
+                supervised_head=supervised_head if index == supervised_layer else None,
                 gated_attention=gated_attention,
             )
             setattr(holder, family.attribute, replacement)
@@ -132,12 +132,12 @@ class SyntaxAwareTransformer(nn.Module):
     def __getstate__(self) -> Dict[str, Any]:
         """nn.Module's state without the lock (which neither copies nor
         pickles); a copy gets its own."""
-        state = super().__getstate__()
+        state: Dict[str, Any] = nn.Module.__getstate__(self)
         state.pop("_lock", None)
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        super().__setstate__(state)
+        nn.Module.__setstate__(self, state)
         self._lock = threading.RLock()
 
     def wrapped_modules(self) -> List[SyntaxAwareAttention]:
@@ -163,7 +163,7 @@ class SyntaxAwareTransformer(nn.Module):
                     module.bound_batch = bound
 
     @classmethod
-    def from_config(cls, config: PretrainedConfig, **options) -> "SyntaxAwareTransformer":
+    def from_config(cls, config: PretrainedConfig, **options: Any) -> "SyntaxAwareTransformer":
         """An untrained model of the given architecture (weights are loaded
         afterwards, e.g. from a saved pipeline)."""
         return cls(AutoModel.from_config(config), **options)
@@ -181,7 +181,7 @@ class SyntaxAwareTransformer(nn.Module):
         biases, the syntax-guided layer)."""
         return [name for name, _ in self.named_parameters() if is_added_key(name)]
 
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """Load weights; a state that lacks SLA weights of this model, or holds
         SLA weights this model does not have, is refused whatever `strict`
         says, so that no loading path (spacy-transformers falls back to
@@ -219,20 +219,20 @@ class SyntaxAwareTransformer(nn.Module):
         output_attentions: bool = False,
         record_gates: bool = False,
         local_restricted: Optional[torch.Tensor] = None,
-    ):
+    ) -> Any:
+        """The encoder's output (a ModelOutput of its family), with `gates`
+        when recorded and `auxiliary_loss` with a supervised head."""
         order = self._prediction_order(attention_mask, local_mask, local_restricted, output_attentions)
         if order is not None:
             # Prediction on the CPU reads each group of similar length as
             # a block of the batch (prediction_schedule.width_order); the outputs go
             # back to the callers' order below.
-            input_ids, attention_mask, token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted = (
-                None if tensor is None else tensor.index_select(0, order.to(tensor.device))
-                for tensor in (
-                    input_ids, attention_mask, token_type_ids, local_mask, local_buckets, guide_mask, parent_targets,
-                    local_restricted,
-                )
+            input_ids, attention_mask = _reordered(input_ids, order), _reordered(attention_mask, order)
+            token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted = (
+                None if tensor is None else _reordered(tensor, order)
+                for tensor in (token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted)
             )
-        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        inputs: Dict[str, Union[torch.Tensor, bool]] = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         if output_attentions:
@@ -252,7 +252,7 @@ class SyntaxAwareTransformer(nn.Module):
         if batch.gates:
             gates = self._gates_per_module(batch)  # (n_sla_layers, batch, n_pieces)
             output.gates = gates if restore is None else gates.index_select(1, restore.to(gates.device))
-        if batch.auxiliary_losses:
+        if batch.auxiliary_losses and self.parent_attention is not None:
             output.auxiliary_loss = self.parent_attention.weight * torch.stack(batch.auxiliary_losses).sum()
         return output
 
@@ -294,12 +294,16 @@ class SyntaxAwareTransformer(nn.Module):
         return width_order(attention_mask, local_restricted)
 
 
-def _restore_order(output: Dict, restore: torch.Tensor) -> None:
+def _reordered(tensor: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    return tensor.index_select(0, order.to(tensor.device))
+
+
+def _restore_order(output: Dict[str, Any], restore: torch.Tensor) -> None:
     """Every per-sequence tensor of an encoder output (a ModelOutput: the
     hidden states, pooled output, attentions) back in the callers' order."""
     n_sequences = len(restore)
 
-    def restored(value):
+    def restored(value: Any) -> Any:
         if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == n_sequences:
             return value.index_select(0, restore.to(value.device))
         if isinstance(value, tuple):

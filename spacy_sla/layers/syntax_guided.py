@@ -45,7 +45,7 @@ class SyntaxGuidedLayer(nn.Module):
         """visible: (batch, 1, n_pieces, n_pieces) bool."""
         additive = torch.zeros(visible.shape, dtype=hidden_states.dtype, device=hidden_states.device)
         additive = additive.masked_fill(~visible, torch.finfo(hidden_states.dtype).min)
-        guided = self.layer(hidden_states, attention_mask=additive)[0]
+        guided: torch.Tensor = self.layer(hidden_states, attention_mask=additive)[0]
         weights = self.mix_logits.softmax(-1)
         return self.scale * (weights[0] * hidden_states + weights[1] * guided)
 

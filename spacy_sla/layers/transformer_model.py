@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+import numpy
 import torch
 from spacy.tokens import Doc, Span
 from spacy_transformers.align import get_alignment, get_alignment_via_offset_mapping
@@ -27,6 +28,8 @@ from .hf_shim import SLAShim, damage_as_coded_error, load_pretrained
 from .syntax_aware_transformer import SyntaxAwareTransformer
 
 SpanGetter = Callable[[List[Doc]], List[List[Span]]]
+# What the wrapped encoder takes: the wordpieces, the batch's syntax inputs, whether to record the gates
+WrapperInput = Tuple[WordpieceBatch, Optional[SyntaxInputs], bool]
 # The architecture a TransformerListener becomes (Language.replace_listeners), by its transformer's architecture.
 TOK2VEC_ARCHITECTURES = {"spacy-sla.SLATransformerModel.v1": "spacy-sla.SLATok2VecTransformer.v1"}
 
@@ -45,10 +48,10 @@ class SLAModelSettings:
     name: str
     get_spans: SpanGetter
     mask: Optional[MaskBuilder]
-    tokenizer_config: dict
-    transformer_config: dict
+    tokenizer_config: Dict[str, Any]
+    transformer_config: Dict[str, Any]
     mixed_precision: bool
-    grad_scaler_config: dict
+    grad_scaler_config: Dict[str, Any]
     sla_layers: Optional[List[int]]
     on_missing_parse: str
     syntax_guided_mask: Optional[MaskBuilder]
@@ -65,7 +68,7 @@ class SLAModelSettings:
         }
 
 
-class SLATransformerModel(Model):
+class SLATransformerModel(Model[List[Doc], FullTransformerBatch]):
     """Takes a batch of parsed Docs and returns a FullTransformerBatch, like
     spacy-transformers' TransformerModel, with syntax-aware attention: a
     local branch masked (or biased) by `mask` in the layers `sla_layers`, a
@@ -85,10 +88,10 @@ class SLATransformerModel(Model):
         name: str,
         get_spans: SpanGetter,
         mask: Optional[MaskBuilder],
-        tokenizer_config: dict = {},
-        transformer_config: dict = {},
+        tokenizer_config: Dict[str, Any] = {},
+        transformer_config: Dict[str, Any] = {},
         mixed_precision: bool = False,
-        grad_scaler_config: dict = {},
+        grad_scaler_config: Dict[str, Any] = {},
         sla_layers: Optional[Sequence[int]] = None,
         on_missing_parse: str = "error",
         syntax_guided_mask: Optional[MaskBuilder] = None,
@@ -111,7 +114,7 @@ class SLATransformerModel(Model):
         shim = SLAShim(hf_objects, settings.transformer_options(), mixed_precision, grad_scaler_config)
         # As spacy-transformers 1.4's HFWrapper builds its model, with the
         # SLAShim (thread-safe predict) where HFWrapper would make an HFShim.
-        wrapper = Model(
+        wrapper: Model[WrapperInput, ModelOutput] = Model(
             "sla-hf-pytorch",
             pytorch_forward,
             attrs={"convert_inputs": _convert_inputs, "convert_outputs": _convert_outputs},
@@ -135,20 +138,27 @@ class SLATransformerModel(Model):
         self.settings = settings
 
     @property
-    def tokenizer(self):
-        return self.layers[0].shims[0]._hfmodel.tokenizer
+    def hf_objects(self) -> HFObjects:
+        """The tokenizer, the encoder and their init configs, in the shim."""
+        return shim_of(self.layers[0])._hfmodel
+
+    @property
+    def tokenizer(self) -> Any:
+        """The Hugging Face tokenizer (its class depends on the model)."""
+        return self.hf_objects.tokenizer
 
     @property
     def transformer(self) -> Optional[SyntaxAwareTransformer]:
-        return self.layers[0].shims[0]._hfmodel.transformer
+        transformer: Optional[SyntaxAwareTransformer] = self.hf_objects.transformer
+        return transformer
 
     @property
-    def _init_tokenizer_config(self) -> dict:
-        return self.layers[0].shims[0]._hfmodel._init_tokenizer_config
+    def _init_tokenizer_config(self) -> Dict[str, Any]:
+        return self.hf_objects._init_tokenizer_config
 
     @property
-    def _init_transformer_config(self) -> dict:
-        return self.layers[0].shims[0]._hfmodel._init_transformer_config
+    def _init_transformer_config(self) -> Dict[str, Any]:
+        return self.hf_objects._init_transformer_config
 
     def from_bytes(self, bytes_data: bytes) -> "SLATransformerModel":
         """thinc's from_bytes, with any damage of the saved bytes as one
@@ -193,7 +203,7 @@ class SLATransformerModel(Model):
             self._given_warnings: Set[str] = set()
         return self._given_warnings
 
-    def local_masks(self, docs: List[Doc]) -> List:
+    def local_masks(self, docs: List[Doc]) -> List[numpy.ndarray]:
         """The local mask (or distance buckets) of every transformer span of
         the Docs, in the order the model processes them: one
         (n_pieces, n_pieces) array each, padding excluded."""
@@ -229,6 +239,14 @@ def set_transformer(model: SLATransformerModel, hf_objects: HFObjects) -> None:
     set_pytorch_transformer(model, HFObjects(hf_objects.tokenizer, sla_transformer, hf_objects.vocab_file_contents))
 
 
+def shim_of(wrapper: Model[WrapperInput, ModelOutput]) -> SLAShim:
+    """The SLAShim of the model's PyTorch wrapper."""
+    shim = wrapper.shims[0]
+    if not isinstance(shim, SLAShim):
+        raise TypeError(f"The SLA transformer's wrapper holds a {type(shim).__name__}, not an SLAShim")
+    return shim
+
+
 # The process whose torch threads _one_torch_thread_in_forked_children has
 # checked: the one that imported this module, or a child that has checked.
 _checked_pid = os.getpid()
@@ -250,7 +268,7 @@ def _one_torch_thread_in_forked_children() -> None:
         torch.set_num_threads(1)
 
 
-def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y=None) -> None:
+def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y: Optional[FullTransformerBatch] = None) -> None:
     _one_torch_thread_in_forked_children()
     if not model.attrs["has_transformer"]:
         name = model.settings.name
@@ -269,7 +287,7 @@ def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y=None) -> N
 
 def forward(
     model: SLATransformerModel, docs: List[Doc], is_train: bool
-) -> Tuple[SLATransformerBatch, Callable]:
+) -> Tuple[SLATransformerBatch, Callable[[FullTransformerBatch], List[Doc]]]:
     _one_torch_thread_in_forked_children()
     if is_train:
         check_mixed_precision_device(model)
@@ -311,17 +329,17 @@ def check_mixed_precision_device(model: SLATransformerModel) -> None:
     settings = model.settings
     if not settings.grad_scaler_config.get("enabled", settings.mixed_precision):
         return
-    device = model.layers[0].shims[0].device
+    device = shim_of(model.layers[0]).device
     if device.type != "cuda":
         raise ValueError(Errors.E115.format(device=device.type.upper() if device.type == "cpu" else str(device)))
 
 
 def _convert_inputs(
-    model: Model, inputs: Tuple[WordpieceBatch, Optional[SyntaxInputs], bool], is_train: bool
-) -> Tuple[ArgsKwargs, Callable]:
+    model: Model[WrapperInput, ModelOutput], inputs: WrapperInput, is_train: bool
+) -> Tuple[ArgsKwargs, Callable[[ArgsKwargs], List[Any]]]:
     wordpieces, syntax, record_gates = inputs
-    device = model.shims[0]._hfmodel.transformer.device
-    kwargs = {
+    device = shim_of(model)._hfmodel.transformer.device
+    kwargs: Dict[str, Any] = {
         "input_ids": xp2torch(wordpieces.input_ids, device=device),
         "attention_mask": xp2torch(wordpieces.attention_mask, device=device),
         "record_gates": record_gates,
@@ -333,12 +351,14 @@ def _convert_inputs(
     return ArgsKwargs(args=(), kwargs=kwargs), lambda d_inputs: []
 
 
-def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
+def _convert_outputs(
+    model: Model[WrapperInput, ModelOutput], inputs_outputs: Tuple[WrapperInput, ModelOutput], is_train: bool
+) -> Tuple[ModelOutput, Callable[[ModelOutput], ArgsKwargs]]:
     _, model_output = inputs_outputs
     auxiliary_loss = getattr(model_output, "auxiliary_loss", None)
 
     def backprop(d_model_output: ModelOutput) -> ArgsKwargs:
-        outputs = [model_output.last_hidden_state]
+        outputs = [model_output["last_hidden_state"]]
         gradients = list(d_model_output.values())
         if auxiliary_loss is not None and auxiliary_loss.requires_grad:
             # The parent-attention loss joins the backward pass of the
@@ -351,12 +371,12 @@ def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
     return model_output, backprop
 
 
-def replace_listener_cfg(tok2vec_model_cfg: dict, listener_model_cfg: dict) -> dict:
+def replace_listener_cfg(tok2vec_model_cfg: Dict[str, Any], listener_model_cfg: Dict[str, Any]) -> Dict[str, Any]:
     """The config that replaces a TransformerListener when a component gets
     its own copy of the SLA transformer (Language.replace_listeners):
     spacy-transformers' own, which copies pooling and grad_factor but names
     its plain Tok2VecTransformer, with the SLA architecture instead."""
-    result = spacy_transformers_replace_listener_cfg(tok2vec_model_cfg, listener_model_cfg)
+    result: Dict[str, Any] = spacy_transformers_replace_listener_cfg(tok2vec_model_cfg, listener_model_cfg)
     if "TransformerListener" in listener_model_cfg.get("@architectures", ""):
         result["@architectures"] = TOK2VEC_ARCHITECTURES[tok2vec_model_cfg["@architectures"]]
     return result

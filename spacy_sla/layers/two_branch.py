@@ -3,7 +3,7 @@ dropout (one uniform draw per element serves both branches' masks) and an
 autograd function that keeps for backward only what the two softmaxes
 need."""
 import math
-from typing import Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 
@@ -33,7 +33,9 @@ def two_branch_attention(
     global_offsets = batch.logit_offsets(query.dtype)
     if score_bias is not None:
         global_offsets = score_bias.to(query.dtype) + global_offsets
-    return TwoBranchAttention.apply(query, key, value, gate, global_offsets, local_offsets, empty_rows, dropout)
+    # torch's Function.apply carries no annotations: it returns what forward returns, the context
+    apply: Callable[..., torch.Tensor] = TwoBranchAttention.apply
+    return apply(query, key, value, gate, global_offsets, local_offsets, empty_rows, dropout)
 
 
 def drop_out_pair(
@@ -130,7 +132,7 @@ class TwoBranchAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx,
+        ctx: Any,
         query: torch.Tensor,
         key: torch.Tensor,
         value: torch.Tensor,
@@ -191,7 +193,7 @@ class TwoBranchAttention(torch.autograd.Function):
         return global_probs, local_probs, local_logits
 
     @staticmethod
-    def backward(ctx, grad_output: torch.Tensor):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
         query, key, value, gate, local, scores, keep_global, keep_local = ctx.saved_tensors
         dropout = ctx.dropout
         rescale = 1.0 / (1.0 - dropout)
@@ -247,3 +249,4 @@ class TwoBranchAttention(torch.autograd.Function):
             grad_query = torch.matmul(grad_scores, key).mul_(scale * rescale)
             grad_key = torch.matmul(grad_scores.transpose(-1, -2), query).mul_(scale * rescale)
         return grad_query, grad_key, grad_value, grad_gate, grad_offsets, grad_bias, None, None
+

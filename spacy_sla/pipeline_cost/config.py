@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import spacy
 from spacy.language import Language
+from spacy.pipeline import TrainablePipe
 from spacy.schemas import ConfigSchemaTraining
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
@@ -88,12 +89,12 @@ def differing_blocks(configs: Dict[str, Config]) -> List[str]:
             else:
                 keys.add(section)
 
-    def block(config: Config, key: str) -> Any:
+    def value_at(config: Config, key: str) -> Any:
         section, _, name = key.partition(".")
         value = config.get(section, {})
         return value.get(name) if name else value
 
-    return sorted(key for key in keys if any(block(other, key) != block(first, key) for other in others))
+    return sorted(key for key in keys if any(value_at(other, key) != value_at(first, key) for other in others))
 
 
 def write_sample(data: Path, lang: str, n_docs: Optional[int], directory: Path) -> Path:
@@ -139,14 +140,18 @@ class ConfigPipeline:
 
     def predict(self, docs: Sequence[Doc]) -> None:
         pipe = self.nlp.get_pipe(self.transformer)
+        if not isinstance(pipe, TrainablePipe):
+            raise TypeError(f"The transformer component '{self.transformer}' is not a trainable pipe")
         list(pipe.pipe(docs, batch_size=self.nlp.batch_size))
 
     def train_step(self, batch: Sequence[Example]) -> None:
         """One step of spaCy's training loop (train_while_improving)."""
         for subbatch in subdivide_batch(batch, self.accumulate_gradient):
-            self.nlp.update(subbatch, drop=self.dropout, sgd=False, exclude=self.frozen, annotates=self.annotating)
+            # sgd=False: no optimizer step, as spaCy's training loop passes it (its stub says Optimizer or None)
+            self.nlp.update(subbatch, drop=self.dropout, sgd=False,  # type: ignore[arg-type]
+                            exclude=self.frozen, annotates=self.annotating)
         for name, proc in self.nlp.pipeline:
-            if (name not in self.frozen and getattr(proc, "is_trainable", False)
+            if (name not in self.frozen and isinstance(proc, TrainablePipe) and proc.is_trainable
                     and proc.model not in (True, False, None)):
                 proc.finish_update(self.optimizer)
         self.optimizer.step_schedules()
@@ -203,7 +208,7 @@ def measure(pipelines: Dict[str, ConfigPipeline], repeats: int, train: bool) -> 
     for repeat in range(repeats + 1):  # repetition 0 warms up
         for variant, bench in pipelines.items():
             copies = [doc.copy() for doc in docs]
-            model = bench.nlp.get_pipe(bench.transformer).model
+            model = getattr(bench.nlp.get_pipe(bench.transformer), "model", None)
             timer = MaskTimer(model) if hasattr(model, "syntax_inputs") else None
             if timer:
                 timer.__enter__()

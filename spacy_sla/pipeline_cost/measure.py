@@ -92,7 +92,7 @@ def document_statistics(nlp: Language, docs: Sequence[Doc], component: str = "tr
     span getter cuts them into (spacy-transformers: windows of 128 tokens,
     stride 96), so that a report says how many Docs span several windows."""
     lengths = [len(doc) for doc in docs]
-    spans = nlp.get_pipe(component).model.attrs["get_spans"](list(docs))
+    spans = getattr(nlp.get_pipe(component), "model").attrs["get_spans"](list(docs))
     return {
         "n_docs": len(docs),
         "n_words": sum(lengths),

@@ -8,6 +8,9 @@ row token may attend to the column token. Builders are registered in spaCy's
 variants, spacy_sla/variants/); users register their own with the same call
 signature. A builder that needs a dependency parse raises MissingParseError
 for a Doc without one, and the model applies its `on_missing_parse` policy.
+A builder that reads the parse may also have `build(doclike, parses)`
+(ParseReadingBuilder): the model calls that with the batch's DocParses, so
+that each Doc's parse is read once however many spans and builders ask.
 
 Two optional parts of the protocol, each a typed attribute:
 - a distance builder (DistanceBuilder) returns the clipped tree distance of
@@ -19,6 +22,7 @@ Two optional parts of the protocol, each a typed attribute:
   that rule where its token matrices become wordpiece matrices.
 This module needs no torch.
 """
+from abc import ABC, abstractmethod
 from enum import Enum
 from typing import Any, Callable, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
 
@@ -28,8 +32,8 @@ from spacy.tokens import Doc, Span
 
 from ..errors import Errors
 from ..parsers import example_parser
-from .dependency_tree import DocGraph
-from .doc_parses import doc_parse
+from .dependency_tree import DocGraph, IntArray, span_array
+from .doc_parses import DocParses
 from .punctuation import PunctRule
 
 __all__ = [
@@ -38,9 +42,13 @@ __all__ = [
     "DocLike",
     "MaskBuilder",
     "MissingParseError",
+    "ParseReader",
+    "ParseReadingBuilder",
     "PunctuatedBuilder",
+    "build_matrix",
     "builder_kind",
     "builder_punct_rule",
+    "neighbour_table_rows",
     "position_of",
 ]
 
@@ -71,6 +79,34 @@ class PunctuatedBuilder(Protocol):
     """A builder whose punctuation rule the wordpiece step applies."""
 
     punct_rule: Union[PunctRule, str]
+
+
+@runtime_checkable
+class ParseReadingBuilder(Protocol):
+    """A builder that reads the dependency parse from the batch's parses:
+    the model calls build(doclike, parses) with one DocParses per batch, in
+    place of the builder's own call."""
+
+    def build(self, doclike: DocLike, parses: DocParses) -> numpy.ndarray: ...
+
+
+class ParseReader(ABC):
+    """The base of the built-in builders that read the parse: their own call
+    reads the Doc's parse anew; the model calls build with the batch's."""
+
+    def __call__(self, doclike: DocLike) -> numpy.ndarray:
+        return self.build(doclike, DocParses())
+
+    @abstractmethod
+    def build(self, doclike: DocLike, parses: DocParses) -> numpy.ndarray: ...
+
+
+def build_matrix(builder: MaskBuilder, doclike: DocLike, parses: DocParses) -> numpy.ndarray:
+    """The builder's matrix for the span, from the batch's parses where the
+    builder reads them (ParseReadingBuilder), else from its own call."""
+    if isinstance(builder, ParseReadingBuilder):
+        return builder.build(doclike, parses)
+    return builder(doclike)
 
 
 class BuilderKind(Enum):
@@ -148,17 +184,11 @@ def span_bounds(doclike: DocLike) -> Tuple[Doc, int, int]:
     return doclike, 0, len(doclike)
 
 
-def parsed_graph(doc: Doc, builder: object, tokens: numpy.ndarray, depth: Optional[int]) -> DocGraph:
-    """The Doc's graph, for the paths of at most `depth` hops (None: any)
-    from `tokens`. A builder that reads the parse refuses Docs where some
-    token has no dependency label (no parse, or a partial one such as
-    Doc.from_docs([parsed, unparsed])).
-
-    The graph is shared: within a batch by the component, and between the
-    builders' own calls (span by span over a long Doc, it is built once, not
-    once per span), where only the part of the parse that `tokens` and
-    `depth` read is compared with the Doc again."""
-    parse = doc_parse(doc, tokens, depth)
+def parsed_graph(parses: DocParses, doc: Doc, builder: object) -> DocGraph:
+    """The Doc's graph, from the batch's parses. A builder that reads the
+    parse refuses Docs where some token has no dependency label (no parse,
+    or a partial one such as Doc.from_docs([parsed, unparsed]))."""
+    parse = parses.get(doc)
     if not parse.complete_parse:
         raise MissingParseError.for_builder(repr(builder), doc=doc)
     return parse.graph
@@ -169,6 +199,24 @@ def check_count(builder: str, arg: str, value: int, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(Errors.E007.format(arg=arg, value=repr(value), builder=builder, minimum=minimum))
     return value
+
+
+def neighbour_table_rows(doc: Doc, start: int, end: int) -> Tuple[IntArray, IntArray, IntArray, IntArray]:
+    """For a table with one row per distinct token of doc[start:end] and of
+    their outer word neighbours (word_neighbours), after a row 0 that stands
+    for "no neighbour": those tokens (sorted), and for each token of the
+    span the table row of its left neighbour, of itself and of its right
+    neighbour."""
+    tokens = numpy.arange(start, end)
+    left, right = word_neighbours(doc, start, end)
+    rows = numpy.unique(numpy.concatenate([left, tokens, right]))
+    rows = rows[rows >= 0]
+
+    def row_of(token_ids: IntArray) -> IntArray:
+        found: IntArray = numpy.searchsorted(rows, token_ids) + 1
+        return found
+
+    return rows, numpy.where(left >= 0, row_of(left), 0), row_of(tokens), numpy.where(right >= 0, row_of(right), 0)
 
 
 def word_neighbours(doc: Doc, start: int, end: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
@@ -183,7 +231,7 @@ def word_neighbours(doc: Doc, start: int, end: int) -> Tuple[numpy.ndarray, nump
     while upper < len(doc) and doc[upper].is_space:
         upper += 1
     upper = min(upper + 1, len(doc))
-    is_word = ~doc[lower:upper].to_array([IS_SPACE]).reshape(-1).astype(bool)
+    is_word = ~span_array(doc[lower:upper], [IS_SPACE]).reshape(-1).astype(bool)
     positions = numpy.arange(lower, upper)
     # the last word at or before each position, the first at or after it
     last_word = numpy.maximum.accumulate(numpy.where(is_word, positions, -1))

@@ -26,16 +26,17 @@ hanging. A Doc's parse is read and its graph built once for many spans in
 doc_parses.py.
 """
 import math
-from typing import Iterator, List, Optional, Tuple, Union
+from typing import Any, Iterator, List, Optional, Tuple, Union, cast
 
 import numpy
 from spacy.attrs import HEAD
 from spacy.tokens import Doc, Span
+from thinc.types import Ints2d
 
 from ..errors import Errors
 
-__all__ = ["NO_TOKEN", "DocGraph", "Forest", "GeneralGraph", "absolute_heads", "ancestor_table", "build_doc_graph",
-           "forest_roots", "head_indices", "padded_forest_reach", "tree_distances", "tree_roots"]
+__all__ = ["NO_TOKEN", "DocGraph", "Forest", "GeneralGraph", "absolute_heads", "ancestor_table", "as_ints2d", "build_doc_graph",
+           "forest_roots", "head_indices", "padded_forest_reach", "span_array", "tree_distances", "tree_roots"]
 
 NO_TOKEN = -1
 
@@ -54,10 +55,22 @@ def head_indices(doclike: Union[Doc, Span]) -> IntArray:
     return absolute_heads(doc.to_array([HEAD]).reshape(-1))
 
 
+def span_array(doclike: Union[Doc, Span], attributes: List[int]) -> numpy.ndarray:
+    """doclike.to_array(attributes), (n_tokens, n_attributes), for a Doc or a Span alike."""
+    # spaCy's type stub of Span lacks to_array (spacy/tokens/span.pyx has it)
+    values: numpy.ndarray = cast(Any, doclike).to_array(attributes)
+    return values
+
+
+def as_ints2d(values: numpy.ndarray) -> Ints2d:
+    """An (n_tokens, n_attributes) array for Doc.from_array, whose stub names thinc's Ints2d."""
+    return cast(Ints2d, values)
+
+
 def absolute_heads(relative: numpy.ndarray) -> IntArray:
     # spaCy exports the relative offsets as uint64: the cast makes them signed again
     relative = relative.astype(numpy.int64)
-    heads = numpy.arange(len(relative), dtype=numpy.int64) + relative
+    heads: IntArray = numpy.arange(len(relative), dtype=numpy.int64) + relative
     heads[relative == 0] = NO_TOKEN
     return heads
 
@@ -111,12 +124,16 @@ def ancestor_table(heads: IntArray, depth: int) -> IntArray:
     return table
 
 
-def _meeting_points(ancestors: IntArray, rows: IntArray, cols: IntArray, max_distance: int):
+def _meeting_points(
+    ancestors: IntArray, rows: IntArray, cols: IntArray, max_distance: int
+) -> Tuple[BoolArray, IntArray]:
     """For every (u, k) with u + k <= max_distance, shortest first: whether
     u steps up from each row token and k steps up from each column token end
-    on the same token, as one (n_pairs, n_rows, n_cols) comparison."""
-    ups, downs = zip(*[(u, total - u) for total in range(max_distance + 1) for u in range(total + 1)])
-    ups, downs = numpy.array(ups), numpy.array(downs)
+    on the same token, as one (n_pairs, n_rows, n_cols) comparison; and the
+    length u + k of each."""
+    steps = [(u, total - u) for total in range(max_distance + 1) for u in range(total + 1)]
+    ups = numpy.array([up for up, _ in steps], dtype=numpy.int64)
+    downs = numpy.array([down for _, down in steps], dtype=numpy.int64)
     # Select the tokens before the steps: the arrays stay the size of the
     # block, whatever the length of the Doc.
     up_rows = ancestors[: max_distance + 1, rows][ups]
@@ -128,7 +145,8 @@ def _meeting_points(ancestors: IntArray, rows: IntArray, cols: IntArray, max_dis
 def tree_reach(ancestors: IntArray, rows: IntArray, cols: IntArray, threshold: int) -> BoolArray:
     """[r, c] is True iff the tree distance of the tokens is <= threshold."""
     meets, _ = _meeting_points(ancestors, rows, cols, threshold)
-    return meets.any(axis=0)
+    reach: BoolArray = meets.any(axis=0).astype(bool, copy=False)
+    return reach
 
 
 def tree_distances(ancestors: IntArray, rows: IntArray, cols: IntArray, max_distance: int) -> IntArray:
@@ -143,7 +161,8 @@ def tree_distances(ancestors: IntArray, rows: IntArray, cols: IntArray, max_dist
     meets, lengths = _meeting_points(ancestors, rows, cols, max_distance)
     if meets.size == 0:
         return numpy.full((len(rows), len(cols)), unreachable, dtype=numpy.int16)
-    return numpy.where(meets, lengths[:, None, None], unreachable).min(axis=0)
+    distances: IntArray = numpy.where(meets, lengths[:, None, None], unreachable).min(axis=0)
+    return distances
 
 
 def _positions_in(tokens: IntArray, cols: IntArray) -> IntArray:
@@ -223,7 +242,8 @@ class Forest:
     def ancestor_or_self(self, rows: IntArray, cols: IntArray) -> BoolArray:
         first, end = self.preorder_intervals()
         row_first = first[rows][:, None]
-        return (first[cols][None, :] <= row_first) & (row_first < end[cols][None, :])
+        visible: BoolArray = (first[cols][None, :] <= row_first) & (row_first < end[cols][None, :])
+        return visible
 
 
 def _preorder_intervals(heads: IntArray) -> Tuple[IntArray, IntArray]:

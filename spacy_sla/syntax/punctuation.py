@@ -27,7 +27,6 @@ builders apply "spacy" themselves (token_punctuation) and leave
 (syntax_inputs).
 """
 from enum import Enum
-from functools import lru_cache
 from typing import Optional, Sequence, Union
 
 import numpy
@@ -35,6 +34,7 @@ from spacy.attrs import IS_PUNCT
 from spacy.tokens import Doc, Span
 
 from ..errors import Errors
+from .dependency_tree import span_array
 
 __all__ = [
     "AUTHORS_PUNCTUATION",
@@ -87,13 +87,9 @@ def token_punctuation(doclike: Union[Doc, Span], rule: PunctRule) -> Optional[nu
     decided per wordpiece, in syntax_inputs)."""
     if rule is not PunctRule.SPACY:
         return None
-    span = doclike if isinstance(doclike, Span) else doclike[:]
-    return span.to_array([IS_PUNCT]).reshape(-1).astype(bool)
+    return span_array(doclike, [IS_PUNCT]).reshape(-1).astype(bool)
 
 
-# Pieces repeat (a vocabulary of some 30k): the cache answers most of a
-# batch's pieces with one dictionary look-up.
-@lru_cache(maxsize=1 << 16)
 def is_authors_punctuation(piece: str) -> bool:
     """The authors' test for one wordpiece (see the module docstring)."""
     text = piece[1:] if len(piece) > 1 and piece.startswith(_SPACE_MARKERS) else piece

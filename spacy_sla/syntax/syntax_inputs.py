@@ -15,8 +15,8 @@ from thinc.types import Ragged
 
 from ..data_classes import IGNORED_TARGET
 from ..errors import Errors, Warnings
-from .builders import BuilderKind, MaskBuilder, MissingParseError, builder_kind, builder_punct_rule
-from .doc_parses import FLAT_TREE_TOKENS, has_complete_parse, shared_doc_trees
+from .builders import BuilderKind, DistanceBuilder, MaskBuilder, MissingParseError, build_matrix, builder_punct_rule
+from .doc_parses import FLAT_TREE_TOKENS, DocParses
 from .punctuation import PunctRule, authors_punctuation_pieces
 from .wordpieces import expand_to_pieces, parent_pieces, span_piece_pairs, wordpiece_visibility
 
@@ -124,16 +124,18 @@ def check_on_missing_parse(value: str) -> str:
 
 
 class _MissingParsePolicy:
-    """Applies on_missing_parse to the builders' calls and warns once per batch."""
+    """Applies on_missing_parse to the builders' calls and warns once per
+    batch; the builders read the parses of the batch's Docs from `parses`."""
 
-    def __init__(self, on_missing_parse: str):
+    def __init__(self, on_missing_parse: str, parses: DocParses):
         self.on_missing_parse = on_missing_parse
-        self.unparsed_docs: set = set()
+        self.parses = parses
+        self.unparsed_docs: Set[int] = set()
 
     def call(self, builder: MaskBuilder, span: Span) -> Optional[numpy.ndarray]:
         """The builder's matrix, or None for an unparsed Doc under "global"."""
         try:
-            return builder(span)
+            return build_matrix(builder, span, self.parses)
         except MissingParseError:
             if self.on_missing_parse == "error":
                 raise
@@ -141,7 +143,7 @@ class _MissingParsePolicy:
             return None
 
     def has_parse(self, span: Span) -> bool:
-        if len(span) == 0 or has_complete_parse(span.doc):
+        if len(span) == 0 or self.parses.has_complete_parse(span.doc):
             return True
         if self.on_missing_parse == "error":
             raise MissingParseError.for_builder("parent attention", doc=span.doc)
@@ -258,12 +260,12 @@ def build_syntax_inputs(
     warned: the codes of the warnings the calling component has given
         already; warnings given once per component are added to it.
     """
-    with shared_doc_trees() as batch:
-        inputs = _build(
-            spans, align, lengths, n_pieces, local, guide, parents, on_missing_parse, piece_strings
-        )
-        n_non_forest = batch.non_forest_docs()
-        n_flat_docs, n_flat_trees = batch.flat_parses({id(span.doc): span.doc for span in spans}.values())
+    # Each Doc's parse is read once for all the spans and builders of the batch.
+    parses = DocParses()
+    policy = _MissingParsePolicy(on_missing_parse, parses)
+    inputs = _build(spans, align, lengths, n_pieces, local, guide, parents, policy, piece_strings)
+    n_non_forest = parses.non_forest_docs()
+    n_flat_docs, n_flat_trees = parses.flat_parses({id(span.doc): span.doc for span in spans}.values())
     if n_non_forest:
         _warn_once("SLA-W003", Warnings.W003.format(n_docs=n_non_forest), warned)
     if n_flat_docs:
@@ -287,48 +289,47 @@ def _build(
     local: Optional[MaskBuilder],
     guide: Optional[MaskBuilder],
     parents: bool,
-    on_missing_parse: str,
+    policy: _MissingParsePolicy,
     piece_strings: Optional[Sequence[Sequence[str]]],
 ) -> SyntaxInputs:
-    policy = _MissingParsePolicy(on_missing_parse)
     pairs = span_piece_pairs(spans, align, n_pieces) if spans else []
     n_spans = len(spans)
     inputs = SyntaxInputs(lengths=list(lengths))
     if local is not None:
-        kind, rule = builder_kind(local), builder_punct_rule(local)
-        if kind is BuilderKind.MASK:
-            inputs.local_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
+        rule = builder_punct_rule(local)
+        # A bucket used by every pair of a row adds the same bias to the
+        # whole row, which softmax ignores: "special" everywhere is global
+        # attention.
+        special = local.n_buckets - 1 if isinstance(local, DistanceBuilder) else None
+        if special is None:
+            local_mask = inputs.local_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
         else:
-            # A bucket used by every pair of a row adds the same bias to the
-            # whole row, which softmax ignores: "special" everywhere is
-            # global attention.
-            special = local.n_buckets - 1
-            inputs.local_buckets = numpy.full((n_spans, n_pieces, n_pieces), special, dtype=numpy.int16)
+            local_buckets = inputs.local_buckets = numpy.full((n_spans, n_pieces, n_pieces), special, dtype=numpy.int16)
         batched = _whole_doc_masks(local, spans)
         for i, span in enumerate(spans):
             matrix = batched[i] if batched[i] is not None else policy.call(local, span)
             if matrix is None:
                 continue
-            matrix = _checked(matrix, local, span, kind)
+            matrix = _checked(matrix, local, span, BuilderKind.MASK if special is None else BuilderKind.DISTANCE)
             punctuation = _punctuation_pieces(local, rule, None if piece_strings is None else piece_strings[i], n_pieces)
-            if kind is BuilderKind.MASK:
-                inputs.local_mask[i] = wordpiece_visibility(matrix, pairs[i], n_pieces)
+            if special is None:
+                local_mask[i] = wordpiece_visibility(matrix, pairs[i], n_pieces)
                 if punctuation is not None:
-                    inputs.local_mask[i][:, punctuation] = True
+                    local_mask[i][:, punctuation] = True
             else:
-                inputs.local_buckets[i] = expand_to_pieces(matrix.astype(numpy.int16), pairs[i], n_pieces, special)
+                local_buckets[i] = expand_to_pieces(matrix.astype(numpy.int16), pairs[i], n_pieces, special)
                 if punctuation is not None:
-                    inputs.local_buckets[i][:, punctuation] = 0
+                    local_buckets[i][:, punctuation] = 0
     if guide is not None:
-        inputs.guide_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
+        guide_mask = inputs.guide_mask = numpy.ones((n_spans, n_pieces, n_pieces), dtype=bool)
         for i, span in enumerate(spans):
             matrix = policy.call(guide, span)
             if matrix is not None:
-                inputs.guide_mask[i] = wordpiece_visibility(_checked(matrix, guide, span, BuilderKind.MASK), pairs[i], n_pieces)
+                guide_mask[i] = wordpiece_visibility(_checked(matrix, guide, span, BuilderKind.MASK), pairs[i], n_pieces)
     if parents:
-        inputs.parent_targets = numpy.full((n_spans, n_pieces), IGNORED_TARGET, dtype=numpy.int64)
+        parent_targets = inputs.parent_targets = numpy.full((n_spans, n_pieces), IGNORED_TARGET, dtype=numpy.int64)
         for i, span in enumerate(spans):
             if policy.has_parse(span):
-                inputs.parent_targets[i] = parent_pieces(span, pairs[i], n_pieces)
+                parent_targets[i] = parent_pieces(span, pairs[i], n_pieces, policy.parses)
     policy.warn()
     return inputs

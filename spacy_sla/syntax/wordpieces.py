@@ -14,7 +14,7 @@ from thinc.types import Ragged
 
 from ..data_classes import IGNORED_TARGET
 from .dependency_tree import NO_TOKEN
-from .doc_parses import doc_trees
+from .doc_parses import DocParses
 
 __all__ = ["PiecePairs", "expand_to_pieces", "parent_pieces", "span_piece_pairs", "wordpiece_visibility"]
 
@@ -106,10 +106,11 @@ def wordpiece_visibility(token_visible: numpy.ndarray, pairs: PiecePairs, n_piec
     return visible
 
 
-def parent_pieces(span: Span, pairs: PiecePairs, n_pieces: int) -> numpy.ndarray:
+def parent_pieces(span: Span, pairs: PiecePairs, n_pieces: int, parses: DocParses) -> numpy.ndarray:
     """For the first piece of each token: the first piece of its syntactic
     head (its own for a root); IGNORED_TARGET elsewhere, and where the head
-    lies outside the span or has no piece."""
+    lies outside the span or has no piece. The heads come from the batch's
+    parses."""
     tokens, pieces = pairs
     targets = numpy.full(n_pieces, IGNORED_TARGET, dtype=numpy.int64)
     if len(pieces) == 0:
@@ -118,7 +119,7 @@ def parent_pieces(span: Span, pairs: PiecePairs, n_pieces: int) -> numpy.ndarray
     order = numpy.lexsort((pieces, tokens))
     starts = numpy.flatnonzero(numpy.r_[True, tokens[order][1:] != tokens[order][:-1]])
     first_piece[tokens[order][starts]] = pieces[order][starts]
-    heads = doc_trees(span.doc, 0).heads[span.start : span.end]
+    heads = parses.get(span.doc).heads[span.start : span.end]
     heads = numpy.where(heads == NO_TOKEN, numpy.arange(span.start, span.end), heads) - span.start
     tokens_with_piece = numpy.flatnonzero(first_piece >= 0)
     token_heads = heads[tokens_with_piece]

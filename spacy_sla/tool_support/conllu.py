@@ -161,16 +161,16 @@ def _check_conllu_tree(path: Path, token_lines: Sequence[Line]) -> None:
         word_lines.append(line_number)
         heads.append(0 if head == "_" else int(head))
     n_words = len(heads)
-    for word_id, (line_number, head) in enumerate(zip(word_lines, heads), start=1):
-        if head == word_id:
+    for word_id, (line_number, head_id) in enumerate(zip(word_lines, heads), start=1):
+        if head_id == word_id:
             raise line_error(
                 path, line_number, f"word {word_id} is its own HEAD; expected the ID of another word, or 0 for the root"
             )
-        if head > n_words:
+        if head_id > n_words:
             raise line_error(
                 path,
                 line_number,
-                f"found the HEAD {head}, but the sentence has words 1 to {n_words}; expected one of them, "
+                f"found the HEAD {head_id}, but the sentence has words 1 to {n_words}; expected one of them, "
                 "or 0 for the root",
             )
     # Follow each word's HEADs until they reach the root or a word known to

@@ -132,12 +132,12 @@ def _loopback_kept() -> Iterator[None]:
     if constants is None or not hasattr(constants, "ENABLE_RAY_CLUSTER"):
         yield
         return
-    enabled = constants.ENABLE_RAY_CLUSTER
-    constants.ENABLE_RAY_CLUSTER = False
+    enabled = getattr(constants, "ENABLE_RAY_CLUSTER")
+    setattr(constants, "ENABLE_RAY_CLUSTER", False)
     try:
         yield
     finally:
-        constants.ENABLE_RAY_CLUSTER = enabled
+        setattr(constants, "ENABLE_RAY_CLUSTER", enabled)
 
 
 def _is_loopback(address: str) -> bool:

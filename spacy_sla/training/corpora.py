@@ -4,9 +4,12 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 
 import numpy
 from spacy.attrs import DEP, HEAD
+from spacy.errors import Errors as SpacyErrors
 from spacy.language import Language
 from spacy.training import Corpus, Example
 from spacy.util import registry
+
+from ..syntax.dependency_tree import as_ints2d
 
 
 def with_reference_parse(example: Example) -> Example:
@@ -25,7 +28,7 @@ def with_reference_parse(example: Example) -> Example:
     # HEAD is stored relative to the token; the array is uint64 with wrap-around.
     relative = (absolute - positions).astype(numpy.uint64)
     label_ids = numpy.array([predicted.vocab.strings.add(label) for label in labels], dtype=numpy.uint64)
-    predicted.from_array([HEAD, DEP], numpy.stack([relative, label_ids], axis=1))
+    predicted.from_array([HEAD, DEP], as_ints2d(numpy.stack([relative, label_ids], axis=1)))
     return example
 
 
@@ -35,11 +38,13 @@ def create_gold_syntax_corpus(
     gold_preproc: bool = False,
     max_length: int = 0,
     limit: int = 0,
-    augmenter: Optional[Callable] = None,
+    augmenter: Optional[Callable[[Language, Example], Iterable[Example]]] = None,
 ) -> Callable[[Language], Iterable[Example]]:
     """spaCy's Corpus reader whose examples carry the reference parse on their
     predicted Docs: for data with gold trees (e.g. UD), in a pipeline without
     a parser."""
+    if path is None:
+        raise ValueError(SpacyErrors.E913)  # as spacy.Corpus.v1: no path given
     corpus = Corpus(path, gold_preproc=gold_preproc, max_length=max_length, limit=limit, augmenter=augmenter)
 
     def read(nlp: Language) -> Iterator[Example]:

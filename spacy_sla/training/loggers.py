@@ -5,6 +5,9 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Union
 from spacy.language import Language
 from spacy.util import registry
 
+# what spaCy's logger set-up returns: log one step's info, and finish
+Printer = Tuple[Callable[[Optional[Dict[str, Any]]], None], Callable[[], None]]
+
 
 class _LossColumn:
     """Stands in a pipeline entry so that spaCy's logger shows a loss column."""
@@ -22,7 +25,8 @@ class _WithAuxiliaryLosses:
         for _, component in nlp.pipeline:
             settings = getattr(getattr(component, "model", None), "settings", None)  # SLATransformerModel's
             if getattr(settings, "parent_attention", None) is not None:
-                extra.append((component.auxiliary_loss_name, _LossColumn()))
+                # an SLATransformer (pipeline_component, a layer above this one)
+                extra.append((getattr(component, "auxiliary_loss_name"), _LossColumn()))
         self.pipeline = list(nlp.pipeline) + extra
 
     def __getattr__(self, name: str) -> Any:
@@ -34,7 +38,7 @@ def console_logger(
     progress_bar: Optional[str] = None,
     console_output: bool = True,
     output_file: Optional[Union[str, Any]] = None,
-) -> Callable[[Language, IO, IO], Tuple[Callable[[Optional[Dict[str, Any]]], None], Callable[[], None]]]:
+) -> Callable[[Language, IO[str], IO[str]], Printer]:
     """spacy.ConsoleLogger.v3 (same arguments: progress_bar is null, "train"
     or "eval") with a "Loss <component>_parent" column for every SLA
     transformer that supervises a parent-attention head."""
@@ -42,7 +46,8 @@ def console_logger(
         progress_bar=progress_bar, console_output=console_output, output_file=output_file
     )
 
-    def setup_printer(nlp: Language, stdout: IO, stderr: IO):
-        return spacy_logger(_WithAuxiliaryLosses(nlp), stdout, stderr)
+    def setup_printer(nlp: Language, stdout: IO[str], stderr: IO[str]) -> Printer:
+        printer: Printer = spacy_logger(_WithAuxiliaryLosses(nlp), stdout, stderr)
+        return printer
 
     return setup_printer

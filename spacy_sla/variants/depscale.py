@@ -17,7 +17,8 @@ from spacy.util import registry
 from torch import nn
 from transformers import PretrainedConfig
 
-from ..syntax.builders import DocLike, check_count, parsed_graph, span_bounds, word_neighbours
+from ..syntax.builders import DocLike, ParseReader, check_count, neighbour_table_rows, parsed_graph, span_bounds
+from ..syntax.doc_parses import DocParses
 from ..syntax.punctuation import PunctRule, token_punctuation
 from .registry import SLA_TRANSFORMER, register_variant
 
@@ -30,7 +31,7 @@ __all__ = ["FAR_DISTANCE", "DependencyScale", "DependencyScaleDistances", "Local
 FAR_DISTANCE = 1000.0
 
 
-class DependencyScaleDistances:
+class DependencyScaleDistances(ParseReader):
     """Distances for the soft threshold of Li et al. 2021's released code
     (the scaling itself is DependencyScale).
 
@@ -67,25 +68,18 @@ class DependencyScaleDistances:
         # 0..max_distance, "farther", and one for special pieces
         return self.max_distance + 3
 
-    def __call__(self, doclike: DocLike) -> numpy.ndarray:
+    def build(self, doclike: DocLike, parses: DocParses) -> numpy.ndarray:
         doc, start, end = span_bounds(doclike)
         n_tokens = end - start
         if n_tokens == 0:
             return numpy.zeros((0, 0), dtype=numpy.int16)
         tokens = numpy.arange(start, end)
-        left, right = word_neighbours(doc, start, end)
         # One row per distinct token of the minimum (the span's own tokens and
-        # its outer neighbours), plus a "farther" row for a missing neighbour.
-        rows = numpy.unique(numpy.concatenate([left, tokens, right]))
-        rows = rows[rows >= 0]
-        graph = parsed_graph(doc, self, rows, self.max_distance)
+        # its outer neighbours), after a "farther" row for a missing neighbour.
+        rows, left, own, right = neighbour_table_rows(doc, start, end)
         distances = numpy.full((len(rows) + 1, n_tokens), self.max_distance + 1, dtype=numpy.int16)
-        distances[1:] = graph.distances(rows, tokens, self.max_distance)
-        row_of = lambda token_ids: numpy.searchsorted(rows, token_ids) + 1  # noqa: E731
-        nearest = numpy.minimum(
-            numpy.minimum(distances[numpy.where(left >= 0, row_of(left), 0)], distances[row_of(tokens)]),
-            distances[numpy.where(right >= 0, row_of(right), 0)],
-        )
+        distances[1:] = parsed_graph(parses, doc, self).distances(rows, tokens, self.max_distance)
+        nearest: numpy.ndarray = numpy.minimum(numpy.minimum(distances[left], distances[own]), distances[right])
         punctuation = token_punctuation(doclike, self.punct_rule)
         if punctuation is not None:
             nearest[:, punctuation] = 0
@@ -137,6 +131,8 @@ class DependencyScale(nn.Module):
     its local branch is the global attention.
     """
 
+    bucket_distance: torch.Tensor  # a buffer: the distance of each bucket
+
     def __init__(
         self,
         hidden_size: int,
@@ -161,7 +157,8 @@ class DependencyScale(nn.Module):
 
     def thresholds(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, n_pieces, hidden) -> tau, (batch, heads, n_pieces)."""
-        return self.threshold(torch.tanh(self.dense(hidden_states))).transpose(1, 2)
+        tau: torch.Tensor = self.threshold(torch.tanh(self.dense(hidden_states)))
+        return tau.transpose(1, 2)
 
     def scale(self, buckets: torch.Tensor, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, heads, n_pieces, n_pieces): the factor of each score."""

@@ -44,6 +44,8 @@ class ThresholdLogBiasLayer(nn.Module):
     attention probabilities, whereas the authors (DependencyScale) rescale
     the logits."""
 
+    bucket_distance: torch.Tensor  # a buffer: the distance of each bucket
+
     def __init__(self, n_heads: int, max_distance: int, initial_threshold: float):
         super().__init__()
         self.threshold = nn.Parameter(torch.full((n_heads,), float(initial_threshold)))

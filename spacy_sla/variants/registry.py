@@ -32,7 +32,8 @@ class Variant:
 
     def transformer_block(self) -> Dict[str, Any]:
         """The [components.transformer] blocks, uninterpolated."""
-        return Config().from_str(self.config, interpolate=False)["components"]["transformer"]
+        block: Dict[str, Any] = Config().from_str(self.config, interpolate=False)["components"]["transformer"]
+        return block
 
     def text(self) -> str:
         """The variant as a config part: its description as a comment, then its blocks."""

@@ -5,13 +5,14 @@ ancestors."""
 import numpy
 from spacy.util import registry
 
-from ..syntax.builders import DocLike, parsed_graph, span_bounds
+from ..syntax.builders import DocLike, ParseReader, parsed_graph, span_bounds
+from ..syntax.doc_parses import DocParses
 from .registry import register_variant, sla_transformer
 
 __all__ = ["AncestorMask", "create_ancestor_mask"]
 
 
-class AncestorMask:
+class AncestorMask(ParseReader):
     """Token j is visible from token i iff j is i or one of i's ancestors
     (following heads up; on a head cycle each token is reached once)."""
 
@@ -20,12 +21,12 @@ class AncestorMask:
     def __repr__(self) -> str:
         return "AncestorMask()"
 
-    def __call__(self, doclike: DocLike) -> numpy.ndarray:
+    def build(self, doclike: DocLike, parses: DocParses) -> numpy.ndarray:
         doc, start, end = span_bounds(doclike)
         if end == start:
             return numpy.zeros((0, 0), dtype=bool)
         tokens = numpy.arange(start, end)
-        return parsed_graph(doc, self, tokens, None).ancestor_or_self(tokens, tokens)
+        return parsed_graph(parses, doc, self).ancestor_or_self(tokens, tokens)
 
 
 @registry.misc("spacy-sla.ancestor_mask.v1")

@@ -5,15 +5,16 @@ variants init-config makes of it: `sla`, and the ablations
 A boolean mask needs no module of its own in the layers: the local branch
 applies it as it is.
 """
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 from spacy.attrs import DEP, HEAD, IS_PUNCT, IS_SPACE
 from spacy.tokens import Doc
 from spacy.util import registry
 
-from ..syntax.builders import DocLike, check_count, parsed_graph, span_bounds, word_neighbours
+from ..syntax.builders import DocLike, ParseReader, check_count, neighbour_table_rows, parsed_graph, span_bounds
 from ..syntax.dependency_tree import NO_TOKEN, absolute_heads, forest_roots, padded_forest_reach
+from ..syntax.doc_parses import DocParses
 from ..syntax.punctuation import PunctRule, token_punctuation
 from .registry import SLA_TRANSFORMER, register_variant
 
@@ -23,7 +24,7 @@ BoolArray = numpy.ndarray
 IntArray = numpy.ndarray
 
 
-class SyntaxMask:
+class SyntaxMask(ParseReader):
     """Syntax-aware local attention (Li et al. 2021): token j is visible from
     token i iff j is within `threshold` hops, in the undirected dependency
     graph of the Doc, of i or (with `neighbours`) of one of i's neighbours:
@@ -44,29 +45,21 @@ class SyntaxMask:
         return (f"SyntaxMask(threshold={self.threshold}, punct_rule={self.punct_rule.value!r}, "
                 f"neighbours={self.neighbours})")
 
-    def __call__(self, doclike: DocLike) -> BoolArray:
+    def build(self, doclike: DocLike, parses: DocParses) -> BoolArray:
         doc, start, end = span_bounds(doclike)
         n_tokens = end - start
         if n_tokens == 0:
             return numpy.zeros((0, 0), dtype=bool)
         tokens = numpy.arange(start, end)
         if not self.neighbours:
-            visible = parsed_graph(doc, self, tokens, self.threshold).reach(tokens, tokens, self.threshold)
+            visible = parsed_graph(parses, doc, self).reach(tokens, tokens, self.threshold)
         else:
-            left, right = word_neighbours(doc, start, end)
             # One row per distinct token of the union (the span's own tokens
-            # and its outer neighbours), plus an all-False row for "none".
-            rows = numpy.unique(numpy.concatenate([left, tokens, right]))
-            rows = rows[rows >= 0]
-            graph = parsed_graph(doc, self, rows, self.threshold)
+            # and its outer neighbours), after an all-False row for "none".
+            rows, left, own, right = neighbour_table_rows(doc, start, end)
             reach = numpy.zeros((len(rows) + 1, n_tokens), dtype=bool)
-            reach[1:] = graph.reach(rows, tokens, self.threshold)
-            row_of = lambda token_ids: numpy.searchsorted(rows, token_ids) + 1  # noqa: E731
-            visible = (
-                reach[numpy.where(left >= 0, row_of(left), 0)]
-                | reach[row_of(tokens)]
-                | reach[numpy.where(right >= 0, row_of(right), 0)]
-            )
+            reach[1:] = parsed_graph(parses, doc, self).reach(rows, tokens, self.threshold)
+            visible = reach[left] | reach[own] | reach[right]
         punctuation = token_punctuation(doclike, self.punct_rule)
         if punctuation is not None:
             visible[:, punctuation] = True
@@ -85,10 +78,10 @@ class SyntaxMask:
         spans are slices of the Doc's mask) tree by tree, the trees of all of
         them in such groups, so that padding and memory stay small.
 
-        A subclass with its own __call__ gets None for every Doc: this path
+        A subclass with its own build gets None for every Doc: this path
         computes SyntaxMask's masks."""
         masks: List[Optional[BoolArray]] = [None] * len(docs)
-        if type(self).__call__ is not SyntaxMask.__call__:
+        if type(self).build is not SyntaxMask.build:
             return masks
         short = [i for i, doc in enumerate(docs) if 0 < len(doc) <= MAX_BATCHED_TOKENS]
         for group in _similar_length_groups(short, [len(doc) for doc in docs]):
@@ -131,7 +124,8 @@ class SyntaxMask:
         reach of each tree is computed on its own, the trees of all the
         Docs in padded groups, and put back at the tokens' positions."""
         parses: List[Optional[_DocArrays]] = []
-        trees: List[Tuple[int, IntArray]] = []  # (Doc, its tokens in order)
+        reach: Dict[int, BoolArray] = {}  # of each Doc this path answers
+        trees: List[Tuple[int, IntArray, IntArray]] = []  # (Doc, its heads, the tree's tokens in order)
         for doc_index, doc in enumerate(docs):
             parse = _DocArrays(doc)
             tokens_by_tree = parse.trees() if parse.complete else None
@@ -139,25 +133,25 @@ class SyntaxMask:
                 parses.append(None)
                 continue
             parses.append(parse)
-            trees.extend((doc_index, tokens) for tokens in tokens_by_tree)
-        reach = [numpy.zeros((len(doc), len(doc)), dtype=bool) if parse else None for doc, parse in zip(docs, parses)]
-        for group in _similar_length_groups(range(len(trees)), [len(tokens) for _, tokens in trees]):
-            width = max(len(trees[i][1]) for i in group)
+            reach[doc_index] = numpy.zeros((len(doc), len(doc)), dtype=bool)
+            trees.extend((doc_index, parse.heads, tokens) for tokens in tokens_by_tree)
+        for group in _similar_length_groups(range(len(trees)), [len(tokens) for _, _, tokens in trees]):
+            width = max(len(trees[i][2]) for i in group)
             heads = numpy.full((len(group), width), NO_TOKEN, dtype=numpy.int64)
             for row, i in enumerate(group):
-                doc_index, tokens = trees[i]
-                tree_heads = parses[doc_index].heads[tokens]
+                _, doc_heads, tokens = trees[i]
+                tree_heads = doc_heads[tokens]
                 # the head's position within the tree's (sorted) tokens
                 heads[row, : len(tokens)] = numpy.where(
                     tree_heads == NO_TOKEN, NO_TOKEN, numpy.searchsorted(tokens, tree_heads)
                 )
             tree_reach, _ = padded_forest_reach(heads, self.threshold)
             for row, i in enumerate(group):
-                doc_index, tokens = trees[i]
+                doc_index, _, tokens = trees[i]
                 reach[doc_index][numpy.ix_(tokens, tokens)] = tree_reach[row, : len(tokens), : len(tokens)]
         return [
-            None if parse is None else self._visible(doc_reach[None], parse.is_space[None], parse.is_punct[None])[0]
-            for parse, doc_reach in zip(parses, reach)
+            None if parse is None else self._visible(reach[i][None], parse.is_space[None], parse.is_punct[None])[0]
+            for i, parse in enumerate(parses)
         ]
 
 

@@ -11,13 +11,14 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import PretrainedConfig
 
-from ..syntax.builders import DocLike, check_count, parsed_graph, span_bounds
+from ..syntax.builders import DocLike, ParseReader, check_count, parsed_graph, span_bounds
+from ..syntax.doc_parses import DocParses
 from .registry import SLA_TRANSFORMER, register_variant
 
 __all__ = ["DistanceBucketBias", "TreeDistanceBuckets", "create_tree_distance_bias"]
 
 
-class TreeDistanceBuckets:
+class TreeDistanceBuckets(ParseReader):
     """Clipped tree distances: bucket D(i, j) for D <= max_distance,
     max_distance + 1 for farther pairs and pairs in different sentences
     (and max_distance + 2 for the special pieces, given where the buckets
@@ -36,12 +37,12 @@ class TreeDistanceBuckets:
         # 0..max_distance, "farther", and one for special pieces
         return self.max_distance + 3
 
-    def __call__(self, doclike: DocLike) -> numpy.ndarray:
+    def build(self, doclike: DocLike, parses: DocParses) -> numpy.ndarray:
         doc, start, end = span_bounds(doclike)
         if end == start:
             return numpy.zeros((0, 0), dtype=numpy.int16)
         tokens = numpy.arange(start, end)
-        graph = parsed_graph(doc, self, tokens, self.max_distance)
+        graph = parsed_graph(parses, doc, self)
         return graph.distances(tokens, tokens, self.max_distance)
 
     def make_layer_bias(self, transformer_config: PretrainedConfig) -> nn.Module:

@@ -28,7 +28,7 @@ class WindowMask:
     def __call__(self, doclike: DocLike) -> numpy.ndarray:
         _, start, end = span_bounds(doclike)
         positions = numpy.arange(end - start)
-        visible = numpy.abs(positions[:, None] - positions[None, :]) <= self.window
+        visible: numpy.ndarray = numpy.abs(positions[:, None] - positions[None, :]) <= self.window
         punctuation = token_punctuation(doclike, self.punct_rule)
         if punctuation is not None:
             visible[:, punctuation] = True

@@ -11,7 +11,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-from spacy_sla import SyntaxMask
+from spacy_sla import DocParses, SyntaxMask
 from spacy_sla.inspection.mask_statistics import (
     load_tokenizer,
     make_mask,
@@ -129,9 +129,9 @@ def test_token_level_leaves_out_whitespace_and_shows_punctuation_tokens():
     # "Hi  !" has a whitespace token (no wordpieces) between two roots; m = 0
     # without neighbours: each token sees itself only.
     doc = parsed_doc(english_vocab(), ["Hi", " ", "!"], [0, 1, 2], spaces=[True, False, False])
-    visible = token_visibility(doc[:], SyntaxMask(threshold=0, punct_rule="none", neighbours=False))
+    visible = token_visibility(doc[:], SyntaxMask(threshold=0, punct_rule="none", neighbours=False), DocParses())
     assert visible.tolist() == [[True, False], [False, True]]
-    visible = token_visibility(doc[:], SyntaxMask(threshold=0, punct_rule="authors", neighbours=False))
+    visible = token_visibility(doc[:], SyntaxMask(threshold=0, punct_rule="authors", neighbours=False), DocParses())
     assert visible.tolist() == [[True, True], [False, True]]  # "!" by the authors' rule
 
 

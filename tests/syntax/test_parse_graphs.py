@@ -25,7 +25,7 @@ from spacy_sla.syntax.dependency_tree import (
     head_indices,
     tree_roots,
 )
-from spacy_sla.syntax.doc_parses import doc_trees, shared_doc_trees
+from spacy_sla.syntax.doc_parses import DocParses, doc_trees
 
 from reference import slow_ancestor_mask, slow_no_neighbour_mask, slow_syntax_mask, slow_tree_distances
 from util import english_vocab, parsed_doc, sla_nlp, the_cat_sat
@@ -242,15 +242,15 @@ def chain_doc(n_tokens: int) -> Doc:
 def peak_bytes_of_span_masks(doc: Doc, builder, n_spans: int = 5, width: int = 128) -> int:
     """The largest allocation while building the masks of a few spans in
     the middle of a Doc whose graph is already computed."""
-    with shared_doc_trees():
-        middle = len(doc) // 2
-        spans = [doc[middle + k * width : middle + (k + 1) * width] for k in range(n_spans)]
-        builder(spans[0])  # the Doc's tables, built once per batch
-        tracemalloc.start()
-        for span in spans:
-            builder(span)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
+    parses = DocParses()
+    middle = len(doc) // 2
+    spans = [doc[middle + k * width : middle + (k + 1) * width] for k in range(n_spans)]
+    builder.build(spans[0], parses)  # the Doc's tables, built once per batch
+    tracemalloc.start()
+    for span in spans:
+        builder.build(span, parses)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
     return peak
 
 

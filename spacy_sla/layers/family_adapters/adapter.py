@@ -11,6 +11,14 @@ from ..syntax_aware_attention import SyntaxAwareAttention
 TRANSFORMERS_FLOOR = "4.38.0"  # setup.cfg's transformers>=
 
 
+def module_list(model: nn.Module, path: str) -> nn.ModuleList:
+    """The list of layers at `path` in the model ("encoder.layer")."""
+    layers = model.get_submodule(path)
+    if not isinstance(layers, nn.ModuleList):
+        raise TypeError(f"{type(model).__name__}.{path} is a {type(layers).__name__}, not a list of layers")
+    return layers
+
+
 class FamilyAdapter(SyntaxAwareAttention, ABC):
     """A model family's replacement of its layers' self-attention module.
 

@@ -1,13 +1,13 @@
 """The adapter of ALBERT's attention, whose layer module runs at several
 depths."""
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 
 from ...errors import Errors
-from .adapter import FamilyAdapter
+from .adapter import FamilyAdapter, module_list
 from .bert import RELATIVE_KEY_TYPES, relative_key_scores
 
 
@@ -38,13 +38,14 @@ class AlbertStyleAttention(FamilyAdapter):
 
     @staticmethod
     def layers(model: PreTrainedModel) -> nn.ModuleList:
-        return nn.ModuleList(layer for group in model.encoder.albert_layer_groups for layer in group.albert_layers)
+        groups = module_list(model, "encoder.albert_layer_groups")
+        return nn.ModuleList(layer for group in groups for layer in module_list(group, "albert_layers"))
 
     @staticmethod
     def holder(layer: nn.Module) -> nn.Module:
         return layer
 
-    def __init__(self, original: nn.Module, config, **options):
+    def __init__(self, original: Any, config: PretrainedConfig, **options: Any) -> None:
         super().__init__(
             original.all_head_size,
             original.num_attention_heads,
@@ -52,16 +53,16 @@ class AlbertStyleAttention(FamilyAdapter):
             config.initializer_range,
             **options,
         )
-        self.query = original.query
-        self.key = original.key
-        self.value = original.value
-        self.dense = original.dense
-        self.output_dropout = original.output_dropout
-        self.LayerNorm = original.LayerNorm
+        self.query: nn.Linear = original.query
+        self.key: nn.Linear = original.key
+        self.value: nn.Linear = original.value
+        self.dense: nn.Linear = original.dense
+        self.output_dropout: nn.Dropout = original.output_dropout
+        self.LayerNorm: nn.LayerNorm = original.LayerNorm
         self.position_embedding_type = getattr(original, "position_embedding_type", "absolute")
         if self.position_embedding_type in RELATIVE_KEY_TYPES:
-            self.distance_embedding = original.distance_embedding
-            self.max_position_embeddings = original.max_position_embeddings
+            self.distance_embedding: nn.Embedding = original.distance_embedding
+            self.max_position_embeddings: int = original.max_position_embeddings
 
     def forward(
         self,
@@ -69,8 +70,8 @@ class AlbertStyleAttention(FamilyAdapter):
         attention_mask: Optional[torch.Tensor] = None,
         head_mask: Optional[torch.Tensor] = None,
         output_attentions: bool = False,
-        **kwargs,
-    ) -> Tuple[torch.Tensor, ...]:
+        **kwargs: Any,
+    ) -> Tuple[Optional[torch.Tensor], ...]:
         if head_mask is not None:
             raise ValueError(Errors.E010)
         query = self.split_heads(self.query(hidden_states))

@@ -2,14 +2,14 @@
 CamemBERT, ELECTRA), and the relative-key position term BERT and ALBERT
 share."""
 import math
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 
 from ...errors import Errors
-from .adapter import FamilyAdapter
+from .adapter import FamilyAdapter, module_list
 
 RELATIVE_KEY_TYPES = frozenset({"relative_key", "relative_key_query"})
 
@@ -42,13 +42,13 @@ class BertStyleSelfAttention(FamilyAdapter):
 
     @staticmethod
     def layers(model: PreTrainedModel) -> nn.ModuleList:
-        return model.encoder.layer
+        return module_list(model, "encoder.layer")
 
     @staticmethod
     def holder(layer: nn.Module) -> nn.Module:
-        return layer.attention
+        return layer.get_submodule("attention")
 
-    def __init__(self, original: nn.Module, config, **options):
+    def __init__(self, original: Any, config: PretrainedConfig, **options: Any) -> None:
         super().__init__(
             original.all_head_size,
             original.num_attention_heads,
@@ -56,13 +56,13 @@ class BertStyleSelfAttention(FamilyAdapter):
             config.initializer_range,
             **options,
         )
-        self.query = original.query
-        self.key = original.key
-        self.value = original.value
+        self.query: nn.Linear = original.query
+        self.key: nn.Linear = original.key
+        self.value: nn.Linear = original.value
         self.position_embedding_type = getattr(original, "position_embedding_type", "absolute")
         if self.position_embedding_type in RELATIVE_KEY_TYPES:
-            self.distance_embedding = original.distance_embedding
-            self.max_position_embeddings = original.max_position_embeddings
+            self.distance_embedding: nn.Embedding = original.distance_embedding
+            self.max_position_embeddings: int = original.max_position_embeddings
 
     def position_scores(self, query: torch.Tensor, key: torch.Tensor) -> Optional[torch.Tensor]:
         """The relative term of the scaled scores, or None (absolute positions)."""
@@ -80,8 +80,8 @@ class BertStyleSelfAttention(FamilyAdapter):
         encoder_attention_mask: Optional[torch.Tensor] = None,
         past_key_value: Optional[Tuple[torch.Tensor, ...]] = None,
         output_attentions: bool = False,
-        **kwargs,
-    ) -> Tuple[torch.Tensor, ...]:
+        **kwargs: Any,
+    ) -> Tuple[Optional[torch.Tensor], ...]:
         # attention_mask is the model's additive padding mask; the bound
         # AttentionBatch holds the same information as a boolean mask, shared
         # by both branches.

@@ -1,14 +1,14 @@
 """The adapter of DeBERTa-v2 and DeBERTa-v3's disentangled self-attention."""
 import math
-from typing import Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention
 
 from ...errors import Errors
-from .adapter import FamilyAdapter
+from .adapter import FamilyAdapter, module_list
 
 
 class DebertaV2StyleSelfAttention(FamilyAdapter):
@@ -32,17 +32,18 @@ class DebertaV2StyleSelfAttention(FamilyAdapter):
     minimum_transformers = "4.47.0"
     # DeBERTa's own helpers read these attributes of the module they serve
     transpose_for_scores = DisentangledSelfAttention.transpose_for_scores
-    disentangled_attention_bias = DisentangledSelfAttention.disentangled_attention_bias
+    # (untyped in transformers; bound to this module, whose attributes it reads)
+    disentangled_attention_bias: Callable[..., Any] = DisentangledSelfAttention.disentangled_attention_bias
 
     @staticmethod
     def layers(model: PreTrainedModel) -> nn.ModuleList:
-        return model.encoder.layer
+        return module_list(model, "encoder.layer")
 
     @staticmethod
     def holder(layer: nn.Module) -> nn.Module:
-        return layer.attention
+        return layer.get_submodule("attention")
 
-    def __init__(self, original: nn.Module, config, **options):
+    def __init__(self, original: Any, config: PretrainedConfig, **options: Any) -> None:
         if original.all_head_size != config.hidden_size:
             # the gate reads the layer input, the heads' split its projections
             reason = (
@@ -57,19 +58,19 @@ class DebertaV2StyleSelfAttention(FamilyAdapter):
             config.initializer_range,
             **options,
         )
-        self.num_attention_heads = original.num_attention_heads
-        self.query_proj = original.query_proj
-        self.key_proj = original.key_proj
-        self.value_proj = original.value_proj
-        self.share_att_key = original.share_att_key
-        self.pos_att_type = original.pos_att_type
-        self.relative_attention = original.relative_attention
+        self.num_attention_heads: int = original.num_attention_heads
+        self.query_proj: nn.Linear = original.query_proj
+        self.key_proj: nn.Linear = original.key_proj
+        self.value_proj: nn.Linear = original.value_proj
+        self.share_att_key: bool = original.share_att_key
+        self.pos_att_type: List[str] = original.pos_att_type
+        self.relative_attention: bool = original.relative_attention
         self.scale_factor = 1 + sum(term in self.pos_att_type for term in ("c2p", "p2c"))
         if self.relative_attention:
-            self.position_buckets = original.position_buckets
-            self.max_relative_positions = original.max_relative_positions
-            self.pos_ebd_size = original.pos_ebd_size
-            self.pos_dropout = original.pos_dropout
+            self.position_buckets: int = original.position_buckets
+            self.max_relative_positions: int = original.max_relative_positions
+            self.pos_ebd_size: int = original.pos_ebd_size
+            self.pos_dropout: nn.Module = original.pos_dropout
             for name in ("pos_key_proj", "pos_query_proj"):
                 if hasattr(original, name):
                     setattr(self, name, getattr(original, name))

@@ -1,12 +1,12 @@
 """The adapter of DistilBERT's attention."""
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 
 from ...errors import Errors
-from .adapter import FamilyAdapter
+from .adapter import FamilyAdapter, module_list
 
 
 class DistilBertStyleAttention(FamilyAdapter):
@@ -17,18 +17,18 @@ class DistilBertStyleAttention(FamilyAdapter):
 
     @staticmethod
     def layers(model: PreTrainedModel) -> nn.ModuleList:
-        return model.transformer.layer
+        return module_list(model, "transformer.layer")
 
     @staticmethod
     def holder(layer: nn.Module) -> nn.Module:
         return layer
 
-    def __init__(self, original: nn.Module, config, **options):
+    def __init__(self, original: Any, config: PretrainedConfig, **options: Any) -> None:
         super().__init__(original.dim, original.n_heads, config.attention_dropout, config.initializer_range, **options)
-        self.q_lin = original.q_lin
-        self.k_lin = original.k_lin
-        self.v_lin = original.v_lin
-        self.out_lin = original.out_lin
+        self.q_lin: nn.Linear = original.q_lin
+        self.k_lin: nn.Linear = original.k_lin
+        self.v_lin: nn.Linear = original.v_lin
+        self.out_lin: nn.Linear = original.out_lin
 
     def forward(
         self,
@@ -38,8 +38,8 @@ class DistilBertStyleAttention(FamilyAdapter):
         mask: Optional[torch.Tensor] = None,
         head_mask: Optional[torch.Tensor] = None,
         output_attentions: bool = False,
-        **kwargs,
-    ) -> Tuple[torch.Tensor, ...]:
+        **kwargs: Any,
+    ) -> Tuple[Optional[torch.Tensor], ...]:
         if head_mask is not None:
             raise ValueError(Errors.E010)
         context, probs = self.attend(

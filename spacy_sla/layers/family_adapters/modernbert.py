@@ -1,14 +1,14 @@
 """The adapter of ModernBERT's attention, with its rotary embeddings and its
 sliding windows."""
-from typing import Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 
 from ...errors import Errors
 from ..attention_batch import hidden_offset
-from .adapter import FamilyAdapter
+from .adapter import FamilyAdapter, module_list
 
 
 def modernbert_rotary() -> Callable[..., Tuple[torch.Tensor, torch.Tensor]]:
@@ -35,13 +35,13 @@ class ModernBertStyleAttention(FamilyAdapter):
 
     @staticmethod
     def layers(model: PreTrainedModel) -> nn.ModuleList:
-        return model.layers
+        return module_list(model, "layers")
 
     @staticmethod
     def holder(layer: nn.Module) -> nn.Module:
         return layer
 
-    def __init__(self, original: nn.Module, config, **options):
+    def __init__(self, original: Any, config: PretrainedConfig, **options: Any) -> None:
         if config._attn_implementation == "flash_attention_2":
             raise ValueError(
                 Errors.E009.format(
@@ -51,11 +51,11 @@ class ModernBertStyleAttention(FamilyAdapter):
                 )
             )
         super().__init__(original.all_head_size, original.num_heads, config.attention_dropout, config.initializer_range, **options)
-        self.Wqkv = original.Wqkv
-        self.rotary_emb = original.rotary_emb
-        self.Wo = original.Wo
-        self.out_drop = original.out_drop
-        self.local_attention = original.local_attention
+        self.Wqkv: nn.Linear = original.Wqkv
+        self.rotary_emb: nn.Module = original.rotary_emb
+        self.Wo: nn.Linear = original.Wo
+        self.out_drop: nn.Dropout = original.out_drop
+        self.local_attention: Tuple[int, int] = original.local_attention
         self.apply_rotary = modernbert_rotary()
 
     def window_bias(self, length: int, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
@@ -73,8 +73,8 @@ class ModernBertStyleAttention(FamilyAdapter):
         hidden_states: torch.Tensor,
         output_attentions: bool = False,
         position_ids: Optional[torch.Tensor] = None,
-        **kwargs,
-    ) -> Tuple[torch.Tensor, ...]:
+        **kwargs: Any,
+    ) -> Tuple[Optional[torch.Tensor], ...]:
         batch, length, _ = hidden_states.shape
         qkv = self.Wqkv(hidden_states).view(batch, length, 3, self.n_heads, self.head_size)
         cos, sin = self.rotary_emb(qkv, position_ids=position_ids)

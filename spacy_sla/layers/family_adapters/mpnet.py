@@ -1,12 +1,12 @@
 """The adapter of MPNet's attention."""
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 
 from ...errors import Errors
-from .adapter import FamilyAdapter
+from .adapter import FamilyAdapter, module_list
 
 
 class MPNetStyleAttention(FamilyAdapter):
@@ -20,13 +20,13 @@ class MPNetStyleAttention(FamilyAdapter):
 
     @staticmethod
     def layers(model: PreTrainedModel) -> nn.ModuleList:
-        return model.encoder.layer
+        return module_list(model, "encoder.layer")
 
     @staticmethod
     def holder(layer: nn.Module) -> nn.Module:
-        return layer.attention
+        return layer.get_submodule("attention")
 
-    def __init__(self, original: nn.Module, config, **options):
+    def __init__(self, original: Any, config: PretrainedConfig, **options: Any) -> None:
         super().__init__(
             original.all_head_size,
             original.num_attention_heads,
@@ -34,10 +34,10 @@ class MPNetStyleAttention(FamilyAdapter):
             config.initializer_range,
             **options,
         )
-        self.q = original.q
-        self.k = original.k
-        self.v = original.v
-        self.o = original.o
+        self.q: nn.Linear = original.q
+        self.k: nn.Linear = original.k
+        self.v: nn.Linear = original.v
+        self.o: nn.Linear = original.o
 
     def forward(
         self,
@@ -46,8 +46,8 @@ class MPNetStyleAttention(FamilyAdapter):
         head_mask: Optional[torch.Tensor] = None,
         position_bias: Optional[torch.Tensor] = None,
         output_attentions: bool = False,
-        **kwargs,
-    ) -> Tuple[torch.Tensor, ...]:
+        **kwargs: Any,
+    ) -> Tuple[Optional[torch.Tensor], ...]:
         if head_mask is not None:
             raise ValueError(Errors.E010)
         context, probs = self.attend(
