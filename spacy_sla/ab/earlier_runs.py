@@ -103,9 +103,9 @@ def check_nothing_replaced(output_dir: Path, runs: Sequence[AbRun], redrawn: boo
     for run, changes in earlier:
         groups.setdefault(tuple(changes), []).append(run.name)
     described = []
-    for changes, names in groups.items():
-        shown = "; ".join(changes[:SHOWN_CHANGES]) + (
-            f"; and {len(changes) - SHOWN_CHANGES} more" if len(changes) > SHOWN_CHANGES else "")
+    for changed, names in groups.items():
+        shown = "; ".join(changed[:SHOWN_CHANGES]) + (
+            f"; and {len(changed) - SHOWN_CHANGES} more" if len(changed) > SHOWN_CHANGES else "")
         described.append(f"{', '.join(names)} ({shown})")
     raise ValueError(Errors.E145.format(output_dir=output_dir, n_runs=len(earlier), runs="; ".join(described)))
 

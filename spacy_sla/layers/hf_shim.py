@@ -6,10 +6,11 @@ import warnings
 from contextlib import contextmanager
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Dict, Iterator, Mapping, Optional
+from typing import Any, Dict, Iterator, Mapping, Optional, cast
 
 import srsly
 import torch
+from torch import nn
 from huggingface_hub.utils import HFValidationError
 from spacy.util import SimpleFrozenDict, make_tempdir
 from spacy_transformers.data_classes import HFObjects
@@ -169,7 +170,8 @@ class SLAShim(HFShim):
                 if isinstance(error, ImportError):
                     raise
                 raise _remote_code_error(error, trust_remote_code) from None
-            check_token_ids(tokenizer, on_meta.transformer.get_input_embeddings().num_embeddings)
+            embeddings = cast(nn.Embedding, on_meta.transformer.get_input_embeddings())
+            check_token_ids(tokenizer, embeddings.num_embeddings)
             tokenizer_files.restore_saved_values(tokenizer)
             vocab_contents = vocab_file_contents(tokenizer, folder)
         transformer = build()
@@ -194,10 +196,9 @@ def saved_message(data: bytes) -> Dict[str, Any]:
             raise ValueError(Errors.E124.format(reason=f"its {field_name} is no mapping"))
     if msg["config"]:
         tokenizer = msg.get("tokenizer")
-        files_ok = isinstance(tokenizer, dict) and all(
-            isinstance(name, str) and isinstance(contents, bytes) for name, contents in tokenizer.items()
-            if name != "kwargs")
-        if not files_ok or not isinstance(tokenizer.get("kwargs", {}), dict):
+        if not isinstance(tokenizer, dict) or not isinstance(tokenizer.get("kwargs", {}), dict) or not all(
+                isinstance(name, str) and isinstance(contents, bytes) for name, contents in tokenizer.items()
+                if name != "kwargs"):
             raise ValueError(Errors.E124.format(reason="its tokenizer files are not a mapping of names to bytes"))
         if not isinstance(msg.get("state"), bytes):
             raise ValueError(Errors.E124.format(reason="its weights are not bytes"))

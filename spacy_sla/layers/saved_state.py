@@ -9,7 +9,7 @@ model's, and every value must be finite. Only then is the model built for
 real, and it then takes no more memory than the saved weights, apart from
 the buffers it makes itself (position ids, rotary frequencies), which are
 bounded too."""
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Set
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, TypeVar
 
 import torch
 from torch import nn
@@ -23,7 +23,10 @@ UNSAVED_BUFFER_BYTES = 64 * MIB
 SHOWN_NAMES = 5
 
 
-def built_on_meta(build: Callable[[], nn.Module]) -> nn.Module:
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+
+
+def built_on_meta(build: Callable[[], ModuleT]) -> ModuleT:
     """The module `build` makes, with every tensor on the meta device."""
     with torch.device("meta"):
         return build()

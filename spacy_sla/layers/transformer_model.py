@@ -164,7 +164,8 @@ class SLATransformerModel(Model[List[Doc], FullTransformerBatch]):
         """thinc's from_bytes, with any damage of the saved bytes as one
         coded error ([SLA-E124]) instead of whatever parsing them raised."""
         with damage_as_coded_error():
-            return super().from_bytes(bytes_data)
+            super().from_bytes(bytes_data)
+        return self
 
     def copy(self) -> "SLATransformerModel":
         """A deep copy with the same SLA settings and weights and a new id."""
@@ -272,7 +273,8 @@ def init(model: SLATransformerModel, X: Optional[List[Doc]] = None, Y: Optional[
     _one_torch_thread_in_forked_children()
     if not model.attrs["has_transformer"]:
         name = model.settings.name
-        from_saved = model.layers[0].shims[0].from_saved
+        shim = model.layers[0].shims[0]
+        from_saved = isinstance(shim, SLAShim) and shim.from_saved
         hf_objects = load_pretrained(name, model.settings.tokenizer_config, model.settings.transformer_config,
                                      from_saved=from_saved)
         model.attrs["set_transformer"](model, hf_objects)
