@@ -30,6 +30,8 @@ NOT_RUN: Dict[BlockKey, str] = {
                                    "against the README's figure",
     ("docs/inspection.md", 'nlp = spacy.load("training/cola/'): "loads a CoLA model of docs/results.md's runs "
                                                                 "(hours of training on data the project does not ship)",
+    ("docs/your-pipeline.md", "import spacy\nimport srsly"): "tests/test_docs.py runs it on a small JSON-lines file "
+                                                            "and checks the .spacy files it writes",
     ("docs/trust.md", "import os, spacy"): "a synopsis: ./pipeline is the reader's pipeline with shipped code "
                                            "(tests/layers/test_hf_shim.py loads one)",
 }
