@@ -11,7 +11,7 @@ mean difference is 0), so "the interval excludes 0" and "p < 0.05" agree.
 """
 import math
 import statistics
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence
 
 from scipy import stats
 

@@ -10,7 +10,6 @@ from typing import Any, Dict, Iterator, Mapping, Optional, cast
 
 import srsly
 import torch
-from torch import nn
 from huggingface_hub.utils import HFValidationError
 from spacy.util import SimpleFrozenDict, make_tempdir
 from spacy_transformers.data_classes import HFObjects
@@ -18,6 +17,7 @@ from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
 from thinc.api import get_torch_default_device
 from thinc.types import ArgsKwargs
+from torch import nn
 from transformers import AutoConfig, AutoTokenizer, PretrainedConfig
 from transformers.utils import is_sentencepiece_available
 
