@@ -42,7 +42,8 @@ def ab_arguments(project: Path, tiny_bert: Path, output: str, *extra: str, code:
             str(project / "data" / "train.spacy"), "--paths.dev", str(project / "data" / "dev.spacy"),
             "--seeds", ",".join(map(str, SEEDS)), "--resamples", "50", "--code", str(project / code),
             "--components.transformer.model.name", str(tiny_bert), "--training.max_steps", "2",
-            "--training.eval_frequency", "2", "--training.optimizer.learn_rate.warmup_steps", "1", "--no-figure",
+            "--training.eval_frequency", "2", "--training.optimizer.learn_rate.warmup_steps", "1",
+            "--training.optimizer.learn_rate.total_steps", "2", "--no-figure",
             *extra]
 
 

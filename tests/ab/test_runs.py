@@ -563,7 +563,8 @@ def test_the_report_deletes_the_interim_report_it_supersedes(comparison, tiny_be
     shutil.copytree(root / "out", root / "superseded")
     overrides = {"components.transformer.model.name": str(tiny_bert), "training.max_steps": 4,
                  "training.eval_frequency": 2, "training.batcher.size": 300, "training.accumulate_gradient": 1,
-                 "training.optimizer.learn_rate.warmup_steps": 1}  # the settings of ab() above
+                 "training.optimizer.learn_rate.warmup_steps": 1,
+                 "training.optimizer.learn_rate.total_steps": 4}  # the settings of ab() above
     plan = AbPlan(root / "configs", root / "superseded", train, dev, ["vanilla", "sla"], [0, 1], [None],
                   overrides=overrides, resamples=300)
     finished_plan, runs, left_out = finished_part(plan, plan.runs())
