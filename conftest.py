@@ -1,5 +1,5 @@
 """Fixtures shared by the tests of the wheel (tests/), the replication (replication/tests/) and
-the benchmarks (benchmarks/tests/); setup.cfg puts the repository root and
+the performance measurements (performance/tests/); setup.cfg puts the repository root and
 tests/ (util.py, tiny_models.py) on sys.path."""
 import os
 

@@ -12,7 +12,7 @@ common.cfg, then its part for the task's component and its part for the task
 where it has them. It gives TASK_NAME-ATTENTION.cfg next to the tuned
 TASK_ATTENTION.cfg, for the tasks it names (all when it names none). "paper"
 is the authors' training recipe (docs/usage.md, "The paper's recipe");
-"tokens" is the tuned recipe with NER as token classification (sla_lab_token_ner).
+"tokens" is the tuned recipe with NER as token classification (sla_replication_token_ner).
 
 Only the configs that a record under results/, the docs or the demo name
 are committed (configs/.gitignore lists them); the project's
@@ -61,7 +61,7 @@ RECIPES = {
         components={"ner": "token_ner"},
     ),
     "tokens": Recipe(
-        "# The tuned settings of TASK_ATTENTION.cfg with NER as token classification (sla_lab_token_ner: a softmax\n"
+        "# The tuned settings of TASK_ATTENTION.cfg with NER as token classification (sla_replication_token_ner: a softmax\n"
         "# over BIO tags on each token) instead of spaCy's transition-based ner: docs/usage.md, \"Token NER\".\n",
         components={"ner": "token_ner"},
         tasks=("conll2003",),

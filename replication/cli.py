@@ -9,9 +9,9 @@ import typer
 from spacy.cli._util import Arg, Opt, parse_config_overrides
 from wasabi import msg
 
-from spacy_sla.inspection.trained_pipeline import InspectionError
 from spacy_sla.parsers import installed_default_parser, resolve_parser
-from spacy_sla.tool_support import ray_session
+from spacy_sla.tools.inspection.trained_pipeline import InspectionError
+from spacy_sla.tools.support import ray_session
 
 from .baseline import (
     CLIPS,

@@ -1,10 +1,10 @@
-"""Converters from the original benchmark files to spaCy Docs and `.spacy`
+"""Converters from the original task files to spaCy Docs and `.spacy`
 DocBin files.
 
 Every reader checks each line it reads and raises ConversionError, naming the
 file and the 1-based line number, for any line that does not fit the format.
 No line is ever skipped silently: a dropped or misread example would change a
-benchmark's numbers without anyone noticing, so a bad or truncated file must
+task's numbers without anyone noticing, so a bad or truncated file must
 stop the conversion where a person can find and fix the line.
 
 The readers are generators. They validate lazily, as the Docs are consumed,
@@ -20,7 +20,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span
 
-from spacy_sla.tool_support.conllu import (
+from spacy_sla.tools.support.conllu import (
     ConversionError,
     Line,
     line_blocks,
@@ -30,7 +30,7 @@ from spacy_sla.tool_support.conllu import (
     numbered_lines,
     read_conllu,
 )
-from spacy_sla.tool_support.files import write_atomically
+from spacy_sla.tools.support.files import write_atomically
 
 from .errors import Errors
 

@@ -8,8 +8,8 @@ import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from spacy_sla.ab.intervals import paired_difference
-from spacy_sla.inspection.trained_pipeline import require_matplotlib
+from spacy_sla.tools.ab.intervals import paired_difference
+from spacy_sla.tools.inspection.trained_pipeline import require_matplotlib
 
 from .experiments import VARIANT_LABELS, budget_labels, paired_cell, read_records, split_recipe  # noqa: F401  (read_records: the CLI's)
 

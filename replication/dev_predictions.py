@@ -10,11 +10,11 @@ comparison does not run the models again.
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from spacy_sla.ab.intervals import paired_difference
-from spacy_sla.ab.mask_strata import kept_strata, rows_by_mask
-from spacy_sla.ab.resampling import DrawValues, bootstrap_interval
-from spacy_sla.ab.runs import EVALUATION, RUN_SETTINGS, evaluate_saved_model
-from spacy_sla.ab.tables import bootstrap_table, strata_table  # noqa: F401  (the CLI's)
+from spacy_sla.tools.ab.intervals import paired_difference
+from spacy_sla.tools.ab.mask_strata import kept_strata, rows_by_mask
+from spacy_sla.tools.ab.resampling import DrawValues, bootstrap_interval
+from spacy_sla.tools.ab.runs import EVALUATION, RUN_SETTINGS, evaluate_saved_model
+from spacy_sla.tools.ab.tables import bootstrap_table, strata_table  # noqa: F401  (the CLI's)
 
 from .errors import Errors
 from .experiments import CODE, finished_runs

@@ -1,16 +1,16 @@
-"""The replication's coded errors, prefixed SLA-LAB so that
+"""The replication's coded errors, prefixed SLA-REPLICATION so that
 they cannot be taken for the plugin's (replication/README.md lists them
 with their fixes)."""
 from spacy_sla.errors import SLACodes
 
 
-class LabCodes(SLACodes):
-    """`Errors.E015` reads "[SLA-LAB-E015] ..."."""
+class ReplicationCodes(SLACodes):
+    """`Errors.E015` reads "[SLA-REPLICATION-E015] ..."."""
 
-    prefix = "SLA-LAB"
+    prefix = "SLA-REPLICATION"
 
 
-class Errors(metaclass=LabCodes):
+class Errors(metaclass=ReplicationCodes):
     E015 = (
         "Two run records describe the same run ({task} / {variant}, seed "
         "{seed}, {budget}): {first} and {second}. A comparison pairs runs by "
@@ -18,17 +18,17 @@ class Errors(metaclass=LabCodes):
         "count (e.g. a copy kept for another table), then compare again."
     )
     E016 = (
-        "Invalid label {label} for the '{name}' component (sla_lab_token_ner): "
+        "Invalid label {label} for the '{name}' component (sla_replication_token_ner): "
         "add an entity type such as \"PER\", not a tag (\"B-PER\", \"O\") "
         "or an empty string; the component adds the B- and I- tags itself."
     )
     E017 = (
-        "The loss of the '{name}' component (sla_lab_token_ner) is NaN: the "
+        "The loss of the '{name}' component (sla_replication_token_ner) is NaN: the "
         "model's scores overflowed. Lower the learning rate or check the "
         "transformer's output for NaN values."
     )
     E018 = (
-        "The '{name}' component (sla_lab_token_ner) has no entity types to "
+        "The '{name}' component (sla_replication_token_ner) has no entity types to "
         "learn: the training examples carry no entities and no labels were "
         "given. Check that the training corpus has doc.ents (e.g. `spacy "
         "debug data`), or pass labels in [initialize.components.{name}]."

@@ -19,9 +19,9 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.util import load_config
 
-from spacy_sla.ab.intervals import BETTER, NOT_SHOWN, WORSE, holm_adjusted, paired_difference
-from spacy_sla.ab.processes import run_command
-from spacy_sla.ab.runs import (
+from spacy_sla.tools.ab.intervals import BETTER, NOT_SHOWN, WORSE, holm_adjusted, paired_difference
+from spacy_sla.tools.ab.processes import run_command
+from spacy_sla.tools.ab.runs import (
     EVALUATION,
     RUN_SETTINGS,
     TRAIN_LOG,
@@ -29,7 +29,7 @@ from spacy_sla.ab.runs import (
     has_setting,
     logged_evaluations,
 )
-from spacy_sla.tool_support.files import file_fingerprint, write_atomically
+from spacy_sla.tools.support.files import file_fingerprint, write_atomically
 
 from .converters import CONVERTER_VERSION, convert
 from .errors import Errors
@@ -334,7 +334,7 @@ def with_final_score(curve: List[Dict[str, Any]], max_steps: Optional[int], scor
 VARIANT_ORDER = ("vanilla", "plain", "window", "sla", "sgnet", "lisa", "softbias", "logthreshold", "depscale", "sla-noneighbours", "sla-nopunct")
 # Training recipes other than the tuned one (configs/TASK_RECIPE-ATTENTION.cfg; `python -m replication baseline --variant
 # paper-plain`): a RECIPE-X row is compared with RECIPE-vanilla of its task, and follows the tuned rows.
-# "tokens" trains as the tuned configs do with another NER head (sla_lab_token_ner), so its vanilla's plain
+# "tokens" trains as the tuned configs do with another NER head (sla_replication_token_ner), so its vanilla's plain
 # fine-tune is the tuned one.
 RECIPES = ("paper", "tokens")
 PLAIN_OF_RECIPE = {"": "plain", "tokens": "plain", "paper": "paper-plain"}
@@ -426,7 +426,7 @@ def summarize(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
         row["delta_vs_vanilla"] = (
             None if vanilla is None or (itself and reference != "vanilla") else row["mean"] - vanilla["mean"]
         )
-        # Seed-paired differences to that vanilla with a 95% t-interval (spacy_sla/ab/intervals.py).
+        # Seed-paired differences to that vanilla with a 95% t-interval (spacy_sla/tools/ab/intervals.py).
         row["paired_vs_vanilla"] = (
             None if vanilla is None or itself
             else paired_difference(dict(zip(row["seeds"], row["scores"])), dict(zip(vanilla["seeds"], vanilla["scores"])))
@@ -554,7 +554,7 @@ def markdown_table(rows: Sequence[Dict[str, Any]]) -> str:
 
 def read_records(records_dir: Path) -> List[Dict[str, Any]]:
     """Every run record (seedN.json) under records_dir, in path order. Two
-    records of the same run (task, variant, seed and budget) raise SLA-LAB-E015:
+    records of the same run (task, variant, seed and budget) raise SLA-REPLICATION-E015:
     pairing by seed could only use one of them."""
     records = []
     seen: Dict[Tuple[str, str, int, str], Path] = {}

@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
-from spacy_sla.ab.intervals import BETTER, WORSE, paired_difference
+from spacy_sla.tools.ab.intervals import BETTER, WORSE, paired_difference
 
 from .errors import Errors
 
@@ -39,7 +39,7 @@ class GatePair(NamedTuple):
 
 
 def read_gate_pair(path: Path) -> GatePair:
-    """One report of `spacy sla gates ... --compare ...`; [SLA-LAB-E019] when it does
+    """One report of `spacy sla gates ... --compare ...`; [SLA-REPLICATION-E019] when it does
     not hold two models with means for the same layers."""
     try:
         report = json.loads(Path(path).read_text(encoding="utf8"))

@@ -20,7 +20,7 @@ from pathlib import Path
 from subprocess import CalledProcessError
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from spacy_sla.ab.runs import (
+from spacy_sla.tools.ab.runs import (
     EVALUATE_OUTPUT,
     RUN_SETTINGS,
     TRAIN_OUTPUT,
@@ -29,7 +29,7 @@ from spacy_sla.ab.runs import (
     lost_run,
     progress_line,
 )
-from spacy_sla.tool_support.ray_session import run_grid
+from spacy_sla.tools.support.ray_session import run_grid
 
 from .experiments import evaluate_run, markdown_table, summarize, train_run
 

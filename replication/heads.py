@@ -1,6 +1,6 @@
 """Task heads for fine-tuning a transformer through a listener.
 
-`sla-lab.TextCatReduce.v1` is spaCy's `spacy.TextCatReduce.v1` with one
+`sla-replication.TextCatReduce.v1` is spaCy's `spacy.TextCatReduce.v1` with one
 difference: the output layer's weights start random, N(0, init_std²), as a
 new layer on BERT starts (initializer_range 0.02), not at zero as thinc's
 Softmax does by default.
@@ -12,12 +12,12 @@ the pipeline learns the class prior through the bias and keeps predicting
 the majority class for hundreds of steps, while a plain fine-tune with a
 random head trains the encoder from the first step.
 
-`sla-lab.TextCatCLS.v1` classifies the [CLS] vector instead of mean-pooled
+`sla-replication.TextCatCLS.v1` classifies the [CLS] vector instead of mean-pooled
 tokens, as BERT fine-tunes do and as the paper's recipe (configs
 `*_paper-*.cfg`, docs/usage.md) asks; its output layer starts the same way.
 
-`sla-lab.Tagger.v1` is spaCy's `spacy.Tagger.v2` with the same random start
-of its softmax layer; `sla_lab_token_ner` (NER as token classification) uses it.
+`sla-replication.Tagger.v1` is spaCy's `spacy.Tagger.v2` with the same random start
+of its softmax layer; `sla_replication_token_ner` (NER as token classification) uses it.
 """
 from functools import partial
 from typing import Callable, List, Optional
@@ -57,7 +57,7 @@ def start_random(model: Model, init_std: float) -> Model:
     return model
 
 
-@registry.architectures("sla-lab.TextCatReduce.v1")
+@registry.architectures("sla-replication.TextCatReduce.v1")
 def build_reduce_text_classifier_random_init(
     tok2vec: Model,
     exclusive_classes: bool,
@@ -116,7 +116,7 @@ def _trfs2cls_forward(model: Model, trf_datas: List[TransformerData], is_train: 
     return X, backprop
 
 
-@registry.architectures("sla-lab.TextCatCLS.v1")
+@registry.architectures("sla-replication.TextCatCLS.v1")
 def build_cls_text_classifier(
     exclusive_classes: bool = True,
     nO: Optional[int] = None,
@@ -166,7 +166,7 @@ def build_cls_text_classifier(
     return model
 
 
-@registry.architectures("sla-lab.Tagger.v1")
+@registry.architectures("sla-replication.Tagger.v1")
 def build_tagger_random_init(
     tok2vec: Model[List[Doc], List[Floats2d]],
     nO: Optional[int] = None,

@@ -2,10 +2,10 @@
 registry so that a component's config can select them and their keys show up
 in `spacy train` / `spacy evaluate` / `nlp.evaluate` results:
 
-* `sla-lab.textcat_scorer.v1`: spaCy's exclusive textcat scores plus
+* `sla-replication.textcat_scorer.v1`: spaCy's exclusive textcat scores plus
   `cats_accuracy` (SST-2) and `cats_mcc` (CoLA).
-* `sla-lab.entity_scorer.v1`: conlleval-style entity P/R/F (CoNLL-2003).
-* `sla-lab.error_detection_scorer.v1`: token-level P/R/F0.5 of the
+* `sla-replication.entity_scorer.v1`: conlleval-style entity P/R/F (CoNLL-2003).
+* `sla-replication.error_detection_scorer.v1`: token-level P/R/F0.5 of the
   "incorrect" tag (FCE grammatical error detection) plus `tag_acc`.
 
 `spacy train` only prints the scores named in `[training.score_weights]`, so a
@@ -175,17 +175,17 @@ def error_detection_score(
     return scores
 
 
-@registry.scorers("sla-lab.textcat_scorer.v1")
+@registry.scorers("sla-replication.textcat_scorer.v1")
 def make_textcat_scorer() -> ScorerFunction:
     return textcat_score
 
 
-@registry.scorers("sla-lab.entity_scorer.v1")
+@registry.scorers("sla-replication.entity_scorer.v1")
 def make_entity_scorer() -> ScorerFunction:
     return entity_score
 
 
-@registry.scorers("sla-lab.error_detection_scorer.v1")
+@registry.scorers("sla-replication.error_detection_scorer.v1")
 def make_error_detection_scorer(error_tag: str = "i", beta: float = 0.5) -> ScorerFunction:
     """Defaults fit FCE, whose tokens are tagged "c" (correct) or "i"
     (incorrect) and whose standard score is F0.5 of "i"."""

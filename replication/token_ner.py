@@ -1,8 +1,8 @@
-"""Named entities as token classification: `sla_lab_token_ner`.
+"""Named entities as token classification: `sla_replication_token_ner`.
 
 spaCy's `ner` is a transition-based parser over entity moves. A BERT fine-tune
 (and the authors' code for CoNLL-2003) instead puts a softmax over BIO tags
-on every token and reads the entities back from the tags. `sla_lab_token_ner`
+on every token and reads the entities back from the tags. `sla_replication_token_ner`
 is that head as a spaCy component: spaCy's `Tagger` with BIO tags of the
 gold entities as its labels, whose predictions become `doc.ents`.
 
@@ -26,14 +26,14 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, SequenceCategoricalCrossentropy
 from thinc.types import Floats2d
 
-from . import heads  # noqa: F401  (registers sla-lab.Tagger.v1, the default model)
+from . import heads  # noqa: F401  (registers sla-replication.Tagger.v1, the default model)
 from .errors import Errors
 
 OUTSIDE = "O"
 
 DEFAULT_TOKEN_NER_CONFIG = """
 [model]
-@architectures = "sla-lab.Tagger.v1"
+@architectures = "sla-replication.Tagger.v1"
 nO = null
 normalize = false
 init_std = 0.02
@@ -82,11 +82,11 @@ def bio_spans(doc: Doc, tags: Sequence[str]) -> List[Span]:
 
 
 @Language.factory(
-    "sla_lab_token_ner",
+    "sla_replication_token_ner",
     assigns=["doc.ents", "token.ent_iob", "token.ent_type"],
     default_config={
         "model": DEFAULT_TOKEN_NER_MODEL,
-        "scorer": {"@scorers": "sla-lab.entity_scorer.v1"},
+        "scorer": {"@scorers": "sla-replication.entity_scorer.v1"},
         "label_smoothing": 0.0,
     },
     default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
@@ -101,8 +101,8 @@ def make_token_ner(
     """Named entities from a softmax over BIO tags on each token.
 
     model (Model[List[Doc], List[Floats2d]]): one row of tag scores per token,
-        usually sla-lab.Tagger.v1 on a TransformerListener.
-    scorer (Optional[Callable]): scores doc.ents (sla-lab.entity_scorer.v1:
+        usually sla-replication.Tagger.v1 on a TransformerListener.
+    scorer (Optional[Callable]): scores doc.ents (sla-replication.entity_scorer.v1:
         conlleval-style P/R/F).
     label_smoothing (float): as spaCy's tagger.
     """
@@ -122,7 +122,7 @@ class TokenNER(Tagger):
         self,
         vocab: Vocab,
         model: Model,
-        name: str = "sla_lab_token_ner",
+        name: str = "sla_replication_token_ner",
         *,
         scorer: Optional[Callable] = None,
         label_smoothing: float = 0.0,

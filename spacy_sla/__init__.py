@@ -1,8 +1,8 @@
 """spacy-sla: syntax-aware local attention (Li et al. 2021) for spaCy
 transformer pipelines.
 
-The names below are the plugin's public API; the tools of the wheel (ab,
-annotation, inspection, pipeline_cost, cli) use the plugin only through them
+The names below are the plugin's public API; the tools of the wheel
+(spacy_sla.tools) use the plugin only through them
 and the `__all__` of its modules (tests/test_layout.py)."""
 from . import architectures  # noqa: F401  (registers functions)
 from .about import __version__
@@ -26,18 +26,18 @@ from .syntax.doc_parses import DocParses, has_complete_parse
 from .syntax.punctuation import PunctRule, is_authors_punctuation
 from .syntax.syntax_inputs import SyntaxInputs, build_syntax_inputs
 from .training import corpora, loggers  # noqa: F401  (registers functions)
-from .variants.depscale import DependencyScaleDistances
-from .variants.logthreshold import ThresholdLogBias
-from .variants.sgnet import AncestorMask
-from .variants.sla import SyntaxMask
-from .variants.softbias import TreeDistanceBuckets
-from .variants.window import WindowMask
+from .variants.ancestor_mask import AncestorMask
+from .variants.dependency_scale import DependencyScale
+from .variants.syntax_mask import SyntaxMask
+from .variants.threshold_log_bias import ThresholdLogBias
+from .variants.tree_distance_bias import TreeDistanceBias
+from .variants.window_mask import WindowMask
 
 __all__ = [
     # the component, its mask builders and what configs name
     "AncestorMask",
     "BuilderKind",
-    "DependencyScaleDistances",
+    "DependencyScale",
     "DistanceBuilder",
     "DocParses",
     "EntityGuard",
@@ -51,7 +51,7 @@ __all__ = [
     "SyntaxInputs",
     "SyntaxMask",
     "ThresholdLogBias",
-    "TreeDistanceBuckets",
+    "TreeDistanceBias",
     "WindowMask",
     "__version__",
     "make_entity_guard",

@@ -30,7 +30,7 @@ def create_sla_transformer_model(
     grad_scaler_config: Dict[str, Any] = {},
     sla_layers: Optional[List[int]] = None,
     on_missing_parse: str = "error",
-    syntax_guided_mask: Optional[MaskBuilder] = None,
+    ancestor_mask: Optional[MaskBuilder] = None,
     parent_attention: Optional[ParentAttention] = None,
 ) -> Model[List[Doc], FullTransformerBatch]:
     """A Hugging Face transformer with syntax-aware attention, for the
@@ -45,7 +45,7 @@ def create_sla_transformer_model(
         for all of them.
     on_missing_parse (str): "error" (default) to refuse Docs without a
         dependency parse, "global" to give them global attention only.
-    syntax_guided_mask (Optional[Callable]): a mask builder (usually
+    ancestor_mask (Optional[Callable]): a mask builder (usually
         spacy-sla.ancestor_mask.v1) for SG-Net's syntax-guided layer on top
         of the transformer; null for none.
     parent_attention (Optional[ParentAttention]): LISA's supervised parent
@@ -61,7 +61,7 @@ def create_sla_transformer_model(
         grad_scaler_config=grad_scaler_config,
         sla_layers=sla_layers,
         on_missing_parse=on_missing_parse,
-        syntax_guided_mask=syntax_guided_mask,
+        ancestor_mask=ancestor_mask,
         parent_attention=parent_attention,
     )
 
@@ -79,7 +79,7 @@ def create_sla_tok2vec_transformer(
     grad_scaler_config: Dict[str, Any] = {},
     sla_layers: Optional[List[int]] = None,
     on_missing_parse: str = "error",
-    syntax_guided_mask: Optional[MaskBuilder] = None,
+    ancestor_mask: Optional[MaskBuilder] = None,
     parent_attention: Optional[ParentAttention] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
     """SLATransformerModel.v1 as a component's own token-to-vector layer:
@@ -95,7 +95,7 @@ def create_sla_tok2vec_transformer(
         grad_scaler_config=grad_scaler_config,
         sla_layers=sla_layers,
         on_missing_parse=on_missing_parse,
-        syntax_guided_mask=syntax_guided_mask,
+        ancestor_mask=ancestor_mask,
         parent_attention=parent_attention,
     )
     # A chain of a chain, to match the structure a TransformerListener has
@@ -133,7 +133,7 @@ window = 128
 stride = 96
 """)
 register_variant("lisa", "LISA-style parent attention (Strubell et al. 2018): one head of the middle layer learns to "
-                 "attend to each token's head.", sla_transformer("mask = null\nsyntax_guided_mask = null\n") + """
+                 "attend to each token's head.", sla_transformer("mask = null\nancestor_mask = null\n") + """
 [components.transformer.model.parent_attention]
 @misc = "spacy-sla.parent_attention.v1"
 layer = null

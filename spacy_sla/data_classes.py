@@ -30,10 +30,10 @@ class SLATransformerBatch(FullTransformerBatch):
     gates: in prediction, the gate values of the SLA layers, (n_sla_layers,
         n_spans, n_pieces), NaN where a span had no local input; None in
         training and without SLA layers.
-    auxiliary_loss: in training with a supervised parent head (LISA), the
+    parent_attention_loss: in training with a supervised parent head (LISA), the
         weighted parent-attention loss of the batch (its tensor joins the
         backward pass); None otherwise.
     """
 
     gates: Optional[numpy.ndarray] = None
-    auxiliary_loss: Optional[float] = None
+    parent_attention_loss: Optional[float] = None

@@ -1,7 +1,6 @@
 """The plugin's coded errors and warnings, in spaCy's style: every message
 says how to fix the problem, and its code is listed with its fix in
-docs/reference.md. Each tool keeps its own codes beside it (ab/errors.py,
-annotation/errors.py, inspection/errors.py, tool_support/errors.py), made
+docs/reference.md. Each tool keeps its own codes beside it (spacy_sla/tools/NAME/errors.py), made
 with SLACodes; a number is used once across the wheel (tests/test_errors.py).
 """
 
@@ -341,7 +340,7 @@ class Errors(metaclass=SLACodes):
         "Cannot register the attention variant {name}: {problem}. Give "
         "register_variant a file-stem name no other variant has, a line "
         "that says what it is, and the config text of its "
-        "[components.transformer] blocks (see spacy_sla/variants/window.py)."
+        "[components.transformer] blocks (see spacy_sla/variants/window_mask.py)."
     )
 
 

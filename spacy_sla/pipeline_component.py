@@ -253,7 +253,7 @@ class SLATransformer(Transformer):
         return failed
 
     @property
-    def auxiliary_loss_name(self) -> str:
+    def parent_attention_loss_name(self) -> str:
         return f"{self.name}_parent"
 
     def update(
@@ -282,8 +282,8 @@ class SLATransformer(Transformer):
             raise error.in_component(self.name, docs) from None
         losses.setdefault(self.name, 0.0)
         if self._supervises_parents():
-            name = self.auxiliary_loss_name
-            losses[name] = losses.get(name, 0.0) + (getattr(trf_full, "auxiliary_loss", None) or 0.0)
+            name = self.parent_attention_loss_name
+            losses[name] = losses.get(name, 0.0) + (getattr(trf_full, "parent_attention_loss", None) or 0.0)
         d_tensors: List[List[Floats3d]] = []
         xp = self.model.ops.xp
 

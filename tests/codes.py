@@ -1,6 +1,6 @@
 """Every table of coded errors and warnings: the core's (spacy_sla/errors.py),
-each tool's beside it (spacy_sla/TOOL/errors.py) and the replication's
-(replication/errors.py, prefixed SLA-LAB)."""
+each tool's beside it (spacy_sla/tools/TOOL/errors.py) and the replication's
+(replication/errors.py, prefixed SLA-REPLICATION)."""
 import importlib
 import re
 from pathlib import Path

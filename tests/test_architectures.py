@@ -5,8 +5,8 @@ from spacy.util import registry
 
 from spacy_sla.architectures import create_parent_attention
 from spacy_sla.data_classes import ParentAttention
-from spacy_sla.variants.sla import create_syntax_mask
-from spacy_sla.variants.window import create_window_mask
+from spacy_sla.variants.syntax_mask import create_syntax_mask
+from spacy_sla.variants.window_mask import create_window_mask
 
 
 def span_getter():
@@ -20,17 +20,17 @@ def test_the_model_keeps_its_settings():
     settings = model.settings
     assert (settings.name, settings.mask, settings.sla_layers, settings.on_missing_parse) == (
         "some/model", mask, [0, 2], "global")
-    assert settings.syntax_guided_mask is None and settings.parent_attention is None
+    assert settings.ancestor_mask is None and settings.parent_attention is None
 
 
 def test_the_model_keeps_the_sg_net_mask_and_the_parent_head():
     guide = create_window_mask(window=1)
     parents = create_parent_attention(layer=3, head=1, weight=0.5)
     model = registry.architectures.get("spacy-sla.SLATransformerModel.v1")(
-        name="some/model", get_spans=span_getter(), syntax_guided_mask=guide, parent_attention=parents
+        name="some/model", get_spans=span_getter(), ancestor_mask=guide, parent_attention=parents
     )
     assert model.settings.mask is None
-    assert model.settings.syntax_guided_mask is guide
+    assert model.settings.ancestor_mask is guide
     assert model.settings.parent_attention == ParentAttention(layer=3, head=1, weight=0.5)
 
 

@@ -15,8 +15,8 @@ from spacy.cli.debug_config import debug_config
 from spacy.tokens import DocBin
 from thinc.api import Config
 
-from spacy_sla.ab.configs import make_variant_configs
-from spacy_sla.ab.variant_blocks import REFERENCE
+from spacy_sla.tools.init_config.configs import make_variant_configs
+from spacy_sla.tools.init_config.variant_blocks import REFERENCE
 from spacy_sla.variants import variant_names
 
 ROOT = Path(__file__).parent.parent
@@ -132,12 +132,12 @@ def test_paper_configs_follow_the_authors_recipe(task):
             assert transformer["model"]["mask"]["threshold"] == 3
         head = paper["components"].get("textcat", {}).get("model")
         if task in ("cola", "sst2"):
-            assert head == {"@architectures": "sla-lab.TextCatCLS.v1", "exclusive_classes": True, "init_std": 0.02,
+            assert head == {"@architectures": "sla-replication.TextCatCLS.v1", "exclusive_classes": True, "init_std": 0.02,
                             "dropout": 0.1, "grad_factor": 1.0, "upstream": "*", "nO": None}
-        elif task == "conll2003":  # run.py's token classifier on each word's first piece (sla_lab_token_ner)
-            assert head is None and paper["components"]["ner"]["factory"] == "sla_lab_token_ner"
+        elif task == "conll2003":  # run.py's token classifier on each word's first piece (sla_replication_token_ner)
+            assert head is None and paper["components"]["ner"]["factory"] == "sla_replication_token_ner"
             assert paper["components"]["ner"]["model"]["tok2vec"]["pooling"] == {"@layers": "reduce_first.v1"}
-            assert paper["components"]["ner"]["model"]["@architectures"] == "sla-lab.Tagger.v1"
+            assert paper["components"]["ner"]["model"]["@architectures"] == "sla-replication.Tagger.v1"
         else:
             assert head is None and paper["components"] == tuned["components"]
         # everything else as in the tuned config
@@ -150,7 +150,7 @@ def test_the_tokens_recipe_swaps_only_the_ner_head(variant):
     tokens = config(f"conll2003_tokens-{variant}")
     tuned = without_entity_guard(config(f"conll2003_{variant}"))
     ner = tokens["components"]["ner"]
-    assert ner["factory"] == "sla_lab_token_ner" and ner["model"]["@architectures"] == "sla-lab.Tagger.v1"
+    assert ner["factory"] == "sla_replication_token_ner" and ner["model"]["@architectures"] == "sla-replication.Tagger.v1"
     assert ner["model"]["init_std"] == 0.02
     assert ner["model"]["tok2vec"] == tuned["components"]["ner"]["model"]["tok2vec"]  # the same listener and pooling
     assert {k: v for k, v in tokens["components"].items() if k != "ner"} == \

@@ -67,7 +67,7 @@ sys.modules["transformers.models.modernbert"] = None
 sys.modules["transformers.models.modernbert.modeling_modernbert"] = None
 import spacy_sla
 for module in pkgutil.walk_packages(spacy_sla.__path__, "spacy_sla."):
-    if module.name != "spacy_sla.ab.watchdog":
+    if module.name != "spacy_sla.tools.ab.watchdog":
         importlib.import_module(module.name)
 print("imported")
 """

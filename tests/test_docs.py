@@ -24,7 +24,7 @@ def test_every_code_of_the_wheel_is_in_the_reference_and_no_other():
 def test_every_code_of_the_replication_is_in_its_readme_and_no_other():
     defined = {code for _, code in coded([REPLICATION_ERROR_MODULE])}
     assert {"E015", "E020", "E070"} <= defined
-    assert sorted(listed(ROOT / "replication" / "README.md", "SLA-LAB")) == sorted(defined)
+    assert sorted(listed(ROOT / "replication" / "README.md", "SLA-REPLICATION")) == sorted(defined)
 
 
 def listed_families(path, start: str) -> set:
@@ -63,7 +63,7 @@ PRODIGY_TASKS = [
 
 
 def test_the_jsonl_example_writes_spacy_files_that_ab_accepts(tmp_path, monkeypatch):
-    from spacy_sla.ab.data import check_dev_annotation, corpus_documents
+    from spacy_sla.tools.ab.data import check_dev_annotation, corpus_documents
 
     for name in ("train.jsonl", "dev.jsonl"):
         srsly.write_jsonl(tmp_path / name, PRODIGY_TASKS)

@@ -59,18 +59,18 @@ NOT_RUN: Dict[str, str] = {
     f"{PYTHON} -m spacy sla info training/demo/": "reads the pipeline the demo trains (minutes; "
                                                  "tests/test_workflow.py runs the demo)",
     f"{PYTHON} -m spacy sla benchmark YOUR.cfg ": "a synopsis: YOUR.cfg and YOUR.spacy are the reader's "
-                                                 "(tests/cli/test_pipeline_cost.py runs the command)",
+                                                 "(tests/tools/cli/test_benchmark.py runs the command)",
     f"{PYTHON} -m spacy sla benchmark results/ab/": "measures for minutes on CoNLL-2003, which is not redistributable",
     f"{PYTHON} -m spacy sla annotate PIPELINE ": "a synopsis: PIPELINE and texts.jsonl are the reader's "
-                                                "(tests/cli/test_annotation.py runs the command)",
+                                                "(tests/tools/cli/test_annotation.py runs the command)",
     f"{PYTHON} -m spacy train configs/": "spaCy's training of a task on its corpus, which is not shipped",
-    f"{PYTHON} -m benchmarks.gpu_check wheelhouse ": "downloads some 46 MiB of wheels from the package index "
-                                                     "(benchmarks/tests/test_wheelhouse.py builds and installs one)",
-    "PYTHONUNBUFFERED=1 python3 -m benchmarks.gpu_check run --gpu-id 0 ": "runs on the GPU machine "
-                                                                          "(benchmarks/tests/test_gpu_check.py runs "
+    f"{PYTHON} -m performance.gpu_check wheelhouse ": "downloads some 46 MiB of wheels from the package index "
+                                                     "(performance/tests/test_wheelhouse.py builds and installs one)",
+    "PYTHONUNBUFFERED=1 python3 -m performance.gpu_check run --gpu-id 0 ": "runs on the GPU machine "
+                                                                          "(performance/tests/test_gpu_check.py runs "
                                                                           "its CPU mode)",
-    f"{PYTHON} -m benchmarks.": "a benchmark: minutes of measuring, on corpora not shipped",
-    f"HF_HUB_OFFLINE=1 {PYTHON} -m benchmarks.": "a benchmark: minutes of measuring, on corpora not shipped",
+    f"{PYTHON} -m performance.": "a benchmark: minutes of measuring, on corpora not shipped",
+    f"HF_HUB_OFFLINE=1 {PYTHON} -m performance.": "a benchmark: minutes of measuring, on corpora not shipped",
     "for m in ": "a benchmark of every encoder family at base size: minutes each",
     f"SPACY_SLA_TRUST_REMOTE_CODE=1 {PYTHON} -m spacy evaluate ./pipeline ": "a synopsis: ./pipeline is the reader's "
                                                                           "pipeline with shipped code "
@@ -88,7 +88,7 @@ DRY_OPTIONS: Dict[str, str] = {
     f"{PYTHON} -m spacy project run ": "--dry",
 }
 # Commands that run on the GPU machine, whose image has its own python3 and no .venv.
-ON_THE_GPU_MACHINE = "PYTHONUNBUFFERED=1 python3 -m benchmarks.gpu_check run "
+ON_THE_GPU_MACHINE = "PYTHONUNBUFFERED=1 python3 -m performance.gpu_check run "
 # Programs whose options are not ours to check.
 OTHERS_PROGRAMS = ("pytest", "ruff", "venv")
 
@@ -276,8 +276,8 @@ def _click_root(module: str):
         from replication.cli import app as replication_app
 
         return get_command(replication_app)
-    if module == "benchmarks.encoders":
-        from benchmarks.encoders import cli
+    if module == "performance.encoders":
+        from performance.encoders import cli
 
         return get_command(cli)
     return None
@@ -365,7 +365,7 @@ def test_the_option_check_finds_a_mistyped_option_and_a_command_that_does_not_ex
     assert unknown_options(DocumentedCommand("doc.md", 1, f"{PYTHON} -m spacy sla ab a b --training.seed 0")) == []
     assert unknown_options(DocumentedCommand("doc.md", 1, f"{PYTHON} -m spacy sla prepare cola")) \
         == ["no command ['prepare'] in spacy"]
-    assert unknown_options(DocumentedCommand("doc.md", 1, f"{PYTHON} -m benchmarks.encoder_benchmark --devices cpu")) \
+    assert unknown_options(DocumentedCommand("doc.md", 1, f"{PYTHON} -m performance.encoder_cost --devices cpu")) \
         == ["--devices"]
 
 

@@ -51,7 +51,7 @@ def declared() -> Set[Tuple[str, str, str]]:
 
 def test_every_registered_function_is_an_entry_point():
     assert registered_in_source() == declared()
-    assert ("misc", "spacy-sla.syntax_mask.v1", "spacy_sla.variants.sla:create_syntax_mask") in declared()
+    assert ("misc", "spacy-sla.syntax_mask.v1", "spacy_sla.variants.syntax_mask:create_syntax_mask") in declared()
 
 
 RESOLVE_IN_FRESH_PROCESS = """

@@ -20,8 +20,9 @@ ALL = coded([*WHEEL_ERROR_MODULES, REPLICATION_ERROR_MODULE])
 
 
 def test_the_core_and_each_tool_have_their_codes():
-    assert WHEEL_ERROR_MODULES == ["spacy_sla.ab.errors", "spacy_sla.annotation.errors", "spacy_sla.errors",
-                                   "spacy_sla.inspection.errors", "spacy_sla.tool_support.errors"]
+    assert WHEEL_ERROR_MODULES == ["spacy_sla.errors", "spacy_sla.tools.ab.errors",
+                                   "spacy_sla.tools.annotation.errors", "spacy_sla.tools.init_config.errors",
+                                   "spacy_sla.tools.inspection.errors", "spacy_sla.tools.support.errors"]
     assert len(codes(Errors)) >= 25 and codes(Warnings) == ["W001", "W003", "W004", "W005", "W013", "W014", "W016"]
     assert all(code.startswith("E") for table, code in ALL if table.__name__ == "Errors")
     assert all(code.startswith("W") for table, code in ALL if table.__name__ == "Warnings")
@@ -43,13 +44,13 @@ def test_each_message_formats_with_its_fields_and_shows_its_code(table, code):
 def test_the_replication_has_a_prefix_of_its_own():
     from replication.errors import Errors as ReplicationErrors
 
-    assert ReplicationErrors.E020.startswith("[SLA-LAB-E020] ") and Errors.E001.startswith("[SLA-E001] ")
+    assert ReplicationErrors.E020.startswith("[SLA-REPLICATION-E020] ") and Errors.E001.startswith("[SLA-E001] ")
 
 
 def test_a_code_of_ours_never_reads_as_spacys():
     from spacy.errors import Errors as SpacyErrors
 
-    from spacy_sla.inspection.errors import Errors as InspectionErrors
+    from spacy_sla.tools.inspection.errors import Errors as InspectionErrors
 
     assert SpacyErrors.E024.startswith("[E024] ") and InspectionErrors.E024.startswith("[SLA-E024] ")
     assert all(not getattr(table, code).startswith(f"[{code}]") for table, code in ALL)

@@ -13,8 +13,8 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
-from spacy_sla.inspection.mask_views import token_mask
 from spacy_sla.syntax.punctuation import PunctRule, default_punct_rule, is_authors_punctuation
+from spacy_sla.tools.inspection.mask_views import token_mask
 
 from reference import slow_syntax_mask
 from tiny_models import save_tiny_model

@@ -1,16 +1,19 @@
 """The package's layout (docs/development.md, "Layout"): the core (the
-plugin) readable on its own, the tools users run in subpackages that use the
-core only through its public API, and nothing in the wheel importing the
-replication or the benchmarks outside it.
+plugin) readable on its own, the tools users run in subpackages of
+spacy_sla/tools/ that use the core only through its public API, and
+nothing in the wheel importing the replication or the performance
+measurements outside it.
 
-- The core is the top-level modules of spacy_sla/ and the subpackages
-  CORE_PACKAGES; it imports nothing from the tools, and its modules import
-  only from their own layer or the layers below it (CORE_LAYERS).
+- The core is everything in spacy_sla/ outside spacy_sla/tools/: the
+  top-level modules and the subpackages CORE_PACKAGES; it imports nothing
+  from the tools, and its modules import only from their own layer or the
+  layers below it (CORE_LAYERS).
 - The core keeps no ambient state: no context variable, thread-local or
   function cache anywhere in it (the mask builders get a batch's parses
   from the model, the layers a forward pass's masks as arguments).
-- The tools are the subpackages TOOLS; they import a core name only as
-  `from spacy_sla import NAME` with NAME in spacy_sla.__all__, or `from
+- The tools are the subpackages of spacy_sla/tools/ (TOOLS); they
+  import a core name only as `from spacy_sla import NAME` with NAME in
+  spacy_sla.__all__, or `from
   spacy_sla.MODULE import NAME` with NAME in that core module's __all__.
 - The core stays near the size of the plugins it sits beside
   (spacy-transformers 2,508 lines, spacy-curated-transformers 5,278, both
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Tuple
 
 PACKAGE = Path(__file__).parent.parent / "spacy_sla"
+TOOLS_PACKAGE = PACKAGE / "tools"
 
 CORE_LINE_BOUND = 7_000
 MODULE_LINE_BOUND = 400
@@ -43,9 +47,9 @@ CORE_LAYERS = [
 ]
 CORE_LEVEL: Dict[str, int] = {name: level for level, names in enumerate(CORE_LAYERS) for name in names}
 CORE_PACKAGES = {name for name in CORE_LEVEL if (PACKAGE / name).is_dir()}
-# the tools, bottom to top: a tool imports the core's public API, the shared helpers and the tools below it
-TOOLS = ["tool_support", "inspection", "ab", "annotation", "pipeline_cost", "cli"]
-OUTSIDE_THE_WHEEL = ("replication", "benchmarks")
+# the tools (spacy_sla/tools/NAME), bottom to top: a tool imports the core's public API and the tools below it
+TOOLS = ["support", "inspection", "init_config", "ab", "annotation", "benchmark", "cli"]
+OUTSIDE_THE_WHEEL = ("replication", "performance")
 
 
 def modules() -> List[Path]:
@@ -53,9 +57,16 @@ def modules() -> List[Path]:
 
 
 def top(path: Path) -> str:
-    """The top-level part of spacy_sla a module belongs to ("" for the package's __init__)."""
+    """The part of spacy_sla a module belongs to: a core part (a top-level
+    module or subpackage of spacy_sla/ other than tools/), a tool (a
+    subpackage of spacy_sla/tools/), "tools" for spacy_sla/tools/__init__.py
+    and "" for the package's __init__."""
     parts = path.relative_to(PACKAGE).with_suffix("").parts
-    return "" if parts == ("__init__",) else parts[0]
+    if parts == ("__init__",):
+        return ""
+    if parts[0] == "tools":
+        return "tools" if parts[1:] == ("__init__",) else parts[1]
+    return parts[0]
 
 
 def imports_of_the_package(path: Path) -> Iterator[Tuple[List[str], List[str]]]:
@@ -76,17 +87,26 @@ def imports_of_the_package(path: Path) -> Iterator[Tuple[List[str], List[str]]]:
 
 
 def target_top(module: List[str], names: List[str]) -> List[str]:
-    """The top-level parts an import reaches: `from . import x, y` in the
-    package's root reaches x and y."""
+    """The parts an import reaches (as top() names them): `from . import x,
+    y` in the package's root reaches x and y, `spacy_sla.tools.ab.plan` the
+    tool ab."""
+    if module[:1] == ["tools"]:
+        return [module[1]] if len(module) > 1 else names
     return [module[0]] if module else names
 
 
-def test_every_top_level_part_is_core_or_a_tool():
-    tops = {top(path) for path in modules()} - {""}
+def test_the_core_is_outside_spacy_sla_tools_and_each_tool_a_subpackage_inside():
+    tops = {top(path) for path in modules()} - {"", "tools"}
     assert sorted(tops - set(CORE_LEVEL) - set(TOOLS)) == []
     assert set(CORE_LEVEL).isdisjoint(TOOLS)
     assert CORE_PACKAGES >= {"layers", "training", "variants"}
-    assert [name for name in TOOLS if not (PACKAGE / name / "__init__.py").is_file()] == []  # no tool at the top level
+    # every tool is a subpackage of spacy_sla/tools/, and nothing else is there
+    assert sorted(path.name for path in TOOLS_PACKAGE.iterdir() if (path / "__init__.py").is_file()) \
+        == sorted(TOOLS)
+    assert [name for name in CORE_LEVEL if (TOOLS_PACKAGE / name).exists()] == []
+    assert [path.name for path in TOOLS_PACKAGE.glob("*.py") if path.name != "__init__.py"] == []
+    assert not any(isinstance(node, (ast.Import, ast.ImportFrom))
+                   for node in ast.parse((TOOLS_PACKAGE / "__init__.py").read_text(encoding="utf8")).body)
 
 
 def test_the_core_imports_no_tool():
@@ -134,7 +154,7 @@ def test_tools_import_only_themselves_and_the_tools_below_them():
 
 
 def test_importing_the_plugin_loads_no_tool_and_no_ray():
-    tools = tuple(f"spacy_sla.{name}" for name in TOOLS) + ("ray", *OUTSIDE_THE_WHEEL)
+    tools = ("spacy_sla.tools", "ray", *OUTSIDE_THE_WHEEL)
     code = (
         f"import sys, spacy_sla; tops = {tools!r}; "
         "print([m for m in sys.modules if any(m == top or m.startswith(top + '.') for top in tops)])"
@@ -144,7 +164,7 @@ def test_importing_the_plugin_loads_no_tool_and_no_ray():
     assert result.stdout.strip() == "[]"
 
 
-def test_the_wheel_imports_neither_the_replication_nor_the_benchmarks():
+def test_the_wheel_imports_neither_the_replication_nor_the_performance_measurements():
     found = []
     for path in modules():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
@@ -155,9 +175,9 @@ def test_the_wheel_imports_neither_the_replication_nor_the_benchmarks():
     assert found == []
 
 
-def test_every_user_command_loads_without_the_replication_or_the_benchmarks():
+def test_every_user_command_loads_without_the_replication_or_the_performance_measurements():
     code = (
-        "import sys, spacy_sla.cli; "
+        "import sys, spacy_sla.tools.cli; "
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {OUTSIDE_THE_WHEEL!r}))"
     )
     result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(PACKAGE.parent)!r}); "

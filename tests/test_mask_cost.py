@@ -5,7 +5,7 @@ from spacy.tokens import Doc
 
 import spacy_sla.layers.transformer_model as transformer_model
 import spacy_sla.syntax.dependency_tree as dependency_tree
-import spacy_sla.variants.sla as sla_module
+import spacy_sla.variants.syntax_mask as sla_module
 from spacy_sla import SyntaxMask
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention
 from spacy_sla.syntax.syntax_inputs import SyntaxInputs

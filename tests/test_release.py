@@ -159,7 +159,7 @@ def test_the_release_builds_installs_and_loads_every_entry_point(tmp_path: Path)
     assert sorted(set(package_files) - in_wheel) == []
     # the package's type hints reach users' type checkers (PEP 561)
     assert "spacy_sla/py.typed" in package_files and "spacy_sla/py.typed" in in_wheel
-    # the plugin only: the paper's replication, the benchmarks and the tests stay in the repository
+    # the plugin only: the paper's replication, the performance measurements and the tests stay in the repository
     assert sorted(name for name in in_wheel if name.split("/")[0] not in {"spacy_sla", DIST_INFO}) == []
     assert f"\nVersion: {__version__}\n" in metadata
     assert f"\nRequires-Python: {python_requires()}\n" in metadata

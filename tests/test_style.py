@@ -9,7 +9,7 @@ ROOT = Path(__file__).parent.parent
 
 def test_ruff_finds_nothing():
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "spacy_sla", "tests", "replication", "benchmarks", "configs"],
+        [sys.executable, "-m", "ruff", "check", "spacy_sla", "tests", "replication", "performance", "configs"],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -9,7 +9,7 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Config
 
-from spacy_sla import AncestorMask, SyntaxMask, ThresholdLogBias, TreeDistanceBuckets
+from spacy_sla import AncestorMask, SyntaxMask, ThresholdLogBias, TreeDistanceBias
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.syntax.builders import BuilderKind, builder_kind
 from spacy_sla.syntax.syntax_inputs import build_syntax_inputs
@@ -27,7 +27,7 @@ from util import (
     trf_output,
 )
 
-SGNET = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": None, "syntax_guided_mask": {"@misc": "spacy-sla.ancestor_mask.v1"}}
+SGNET = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": None, "ancestor_mask": {"@misc": "spacy-sla.ancestor_mask.v1"}}
 LISA = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": None, "parent_attention": {"@misc": "spacy-sla.parent_attention.v1", "layer": 1, "head": 2, "weight": 1.0}}
 SOFT_BIAS = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.tree_distance_bias.v1", "max_distance": 3}}
 LOG_THRESHOLD = {"@architectures": SLA_ARCHITECTURE, "get_spans": SPANS, "mask": {"@misc": "spacy-sla.threshold_log_bias.v1", "initial_threshold": 2.0, "max_distance": 4}}
@@ -70,11 +70,11 @@ def test_without_the_neighbour_union_a_token_sees_its_own_neighbourhood_only():
 
 def test_tree_distance_buckets_by_hand():
     doc = the_cat_sat(english_vocab())
-    buckets = TreeDistanceBuckets(max_distance=3)(doc)
+    buckets = TreeDistanceBias(max_distance=3)(doc)
     assert buckets[0].tolist() == [0, 1, 2, 3, 4, 4, 3]  # 4 = farther than 3
     assert buckets.dtype.kind == "i" and (buckets == buckets.T).all()
     two_sentences = parsed_doc(english_vocab(), list("abcd"), [1, 1, 3, 3])
-    assert TreeDistanceBuckets(max_distance=2)(two_sentences)[0].tolist() == [0, 1, 3, 3]
+    assert TreeDistanceBias(max_distance=2)(two_sentences)[0].tolist() == [0, 1, 3, 3]
 
 
 def test_the_variants_builders_come_from_the_registry():
@@ -136,20 +136,20 @@ def syntax_inputs(model, docs, **builders):
     return wordpieces, build_syntax_inputs(spans, align, wordpieces.lengths, wordpieces.input_ids.shape[1], **builders)
 
 
-def test_parent_targets_point_to_the_first_piece_of_the_head(model):
+def test_parent_attention_targets_point_to_the_first_piece_of_the_head(model):
     doc = parsed_doc(english_vocab(), ["she", "was", "walking", "."], [2, 2, 2, 2])
     wordpieces, inputs = syntax_inputs(model, [doc], parents=True)
     assert wordpieces.strings[0] == ["[CLS]", "she", "was", "walk", "##ing", ".", "[SEP]"]
     ignored = IGNORED_TARGET
     # she -> walk, was -> walk, walk (root) -> itself, ##ing: no target, . -> walk
-    assert inputs.parent_targets[0].tolist() == [ignored, 3, 3, 3, ignored, 3, ignored]
+    assert inputs.parent_attention_targets[0].tolist() == [ignored, 3, 3, 3, ignored, 3, ignored]
 
 
 def test_bucket_and_guide_inputs_at_wordpiece_level(model):
     doc = parsed_doc(english_vocab(), ["she", "was", "walking", "."], [2, 2, 2, 2])
-    _, inputs = syntax_inputs(model, [doc], local=TreeDistanceBuckets(max_distance=1), guide=AncestorMask())
+    _, inputs = syntax_inputs(model, [doc], local=TreeDistanceBias(max_distance=1), guide=AncestorMask())
     special = 4  # buckets 0, 1, farther (2), special (3)... n_buckets = 4 -> special = 3
-    special = TreeDistanceBuckets(max_distance=1).n_buckets - 1
+    special = TreeDistanceBias(max_distance=1).n_buckets - 1
     buckets = inputs.local_matrices()[0]
     assert buckets[0].tolist() == [special] * 7
     assert buckets[1].tolist() == [special, 0, 2, 1, 1, 2, special]  # she: 1 hop to walking, 2 to was/.
@@ -160,14 +160,14 @@ def test_bucket_and_guide_inputs_at_wordpiece_level(model):
 
 def test_unparsed_docs_get_neutral_inputs_under_the_global_policy(model):
     unparsed = Doc(english_vocab(), words=["cat", "sat"])
-    builders = dict(local=TreeDistanceBuckets(max_distance=2), guide=AncestorMask(), parents=True)
+    builders = dict(local=TreeDistanceBias(max_distance=2), guide=AncestorMask(), parents=True)
     with pytest.raises(ValueError, match=r"\[SLA-E001\]"):
         syntax_inputs(model, [unparsed], **builders)
     with pytest.warns(UserWarning, match=r"\[SLA-W001\] 1 Doc"):
         _, inputs = syntax_inputs(model, [unparsed], on_missing_parse="global", **builders)
-    assert (inputs.local_buckets == TreeDistanceBuckets(max_distance=2).n_buckets - 1).all()
+    assert (inputs.local_buckets == TreeDistanceBias(max_distance=2).n_buckets - 1).all()
     assert inputs.guide_mask.all()
-    assert (inputs.parent_targets == IGNORED_TARGET).all()
+    assert (inputs.parent_attention_targets == IGNORED_TARGET).all()
 
 
 # --- pipelines ------------------------------------------------------------------

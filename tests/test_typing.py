@@ -52,6 +52,6 @@ def test_the_core_is_checked_strictly_and_each_tool_by_the_default_checks():
     relaxed = [section for section in parser.sections()
                if section.startswith(f"mypy-{PACKAGE.name}.") and section != f"mypy-{PACKAGE.name}.*"]
     assert len(relaxed) == 1
-    assert sorted(relaxed[0][len("mypy-"):].split(",")) == sorted(f"{PACKAGE.name}.{tool}.*" for tool in TOOLS)
+    assert sorted(relaxed[0][len("mypy-"):].split(",")) == sorted(f"{PACKAGE.name}.tools.{tool}.*" for tool in TOOLS)
     assert not any(parser.getboolean(relaxed[0], flag) for flag in STRICT_FLAGS)
     assert not set(CORE_LEVEL) & set(TOOLS)

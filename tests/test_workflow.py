@@ -298,7 +298,7 @@ def test_two_records_of_one_run_are_a_coded_error(tmp_path):
         path = tmp_path / folder / "cola" / "sla" / "seed0.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(record("sla", 0, 0.3)))
-    with pytest.raises(ValueError, match=r"\[SLA-LAB-E015\].*cola / sla, seed 0, 500 steps"):
+    with pytest.raises(ValueError, match=r"\[SLA-REPLICATION-E015\].*cola / sla, seed 0, 500 steps"):
         compare(tmp_path / "results", tmp_path / "out" / "comparison")
 
 

@@ -11,12 +11,12 @@ import pytest
 from spacy.cli._util import app
 from typer.testing import CliRunner
 
-import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
-import spacy_sla.tool_support.ray_session
+import spacy_sla.tools.cli  # noqa: F401  (registers `sla` on spaCy's app)
+import spacy_sla.tools.support.ray_session
 from replication.cli import app as replication_app
 from replication.tasks import TASKS
 
-from cli.commands import failed  # tests/ is on the test path (setup.cfg)
+from tools.cli.commands import failed  # tests/ is on the test path (setup.cfg)
 
 runner = CliRunner()
 SST2 = "sentence\tlabel\nA fine film .\t1\nA dull one .\t0\n"
@@ -64,16 +64,16 @@ def link(package: str, destination: Path):
 
 
 def test_a_package_that_is_not_installed_is_named(tmp_path):
-    text = refused(link("no_such_model_package", tmp_path / "minilm"), "SLA-LAB-E070")
+    text = refused(link("no_such_model_package", tmp_path / "minilm"), "SLA-REPLICATION-E070")
     assert "'no_such_model_package'" in text and "pip install" in text
     assert not (tmp_path / "minilm").exists()
 
 
 def test_a_package_without_get_model_path_is_named(packages, tmp_path):
     name = model_package(packages, "model_package_without_path", "VERSION = 1\n")
-    assert "has no get_model_path()" in refused(link(name, tmp_path / "minilm"), "SLA-LAB-E071")
+    assert "has no get_model_path()" in refused(link(name, tmp_path / "minilm"), "SLA-REPLICATION-E071")
     broken = model_package(packages, "model_package_failing", "def get_model_path():\n    raise OSError('gone')\n")
-    assert "get_model_path() failed (OSError: gone)" in refused(link(broken, tmp_path / "minilm"), "SLA-LAB-E071")
+    assert "get_model_path() failed (OSError: gone)" in refused(link(broken, tmp_path / "minilm"), "SLA-REPLICATION-E071")
     assert not (tmp_path / "minilm").is_symlink()
 
 
@@ -81,7 +81,7 @@ def test_a_model_directory_without_a_config_is_named(packages, tmp_path):
     empty = tmp_path / "empty-model"
     empty.mkdir()
     name = package_for(packages, "model_package_without_config", empty)
-    text = refused(link(name, tmp_path / "minilm"), "SLA-LAB-E072")
+    text = refused(link(name, tmp_path / "minilm"), "SLA-REPLICATION-E072")
     assert f"{empty} is not a Hugging Face model directory" in text
     assert not (tmp_path / "minilm").is_symlink()
 
@@ -90,17 +90,17 @@ def test_a_file_a_directory_or_a_foreign_symlink_is_never_replaced(packages, tmp
     name = package_for(packages, "model_package_kept", model_dir(tmp_path / "model"))
     file_destination = tmp_path / "a-file"
     file_destination.write_text("mine", encoding="utf8")
-    assert "it exists and is a file" in refused(link(name, file_destination), "SLA-LAB-E073")
+    assert "it exists and is a file" in refused(link(name, file_destination), "SLA-REPLICATION-E073")
     assert file_destination.read_text(encoding="utf8") == "mine" and not file_destination.is_symlink()
     directory = tmp_path / "a-directory"
     (directory / "inside").mkdir(parents=True)
-    assert "it exists and is a directory" in refused(link(name, directory), "SLA-LAB-E073")
+    assert "it exists and is a directory" in refused(link(name, directory), "SLA-REPLICATION-E073")
     assert (directory / "inside").is_dir() and not directory.is_symlink()
     notes = tmp_path / "notes.txt"
     notes.write_text("notes", encoding="utf8")
     to_notes = tmp_path / "to-notes"
     to_notes.symlink_to(notes)
-    assert "which is not a model directory" in refused(link(name, to_notes), "SLA-LAB-E073")
+    assert "which is not a model directory" in refused(link(name, to_notes), "SLA-REPLICATION-E073")
     assert to_notes.resolve() == notes.resolve() and notes.read_text(encoding="utf8") == "notes"
 
 
@@ -125,7 +125,7 @@ def test_a_link_to_a_model_or_to_nothing_is_replaced(packages, tmp_path):
 def test_a_link_below_a_file_is_refused(packages, tmp_path):
     name = package_for(packages, "model_package_below_file", model_dir(tmp_path / "model"))
     (tmp_path / "training").write_text("a file", encoding="utf8")
-    assert "Cannot create the link" in refused(link(name, tmp_path / "training" / "minilm"), "SLA-LAB-E074")
+    assert "Cannot create the link" in refused(link(name, tmp_path / "training" / "minilm"), "SLA-REPLICATION-E074")
     assert (tmp_path / "training").read_text(encoding="utf8") == "a file"
 
 
@@ -143,7 +143,7 @@ def test_convert_refuses_to_write_over_its_input(tmp_path, output_of):
     data = tmp_path / "train.tsv"
     data.write_text(SST2, encoding="utf8")
     output = output_of(data)
-    assert "would overwrite the data it reads" in refused(convert(data, output), "SLA-LAB-E075")
+    assert "would overwrite the data it reads" in refused(convert(data, output), "SLA-REPLICATION-E075")
     assert data.read_text(encoding="utf8") == SST2
 
 
@@ -162,20 +162,20 @@ def test_a_transformer_directory_without_a_config_is_refused_before_training(tmp
     corpus.mkdir()
     result = runner.invoke(replication_app, ["train", "ud", str(corpus), str(tmp_path / "training"),
                                  "--transformer", str(not_a_model)])
-    assert f"{not_a_model} is not a Hugging Face model directory" in refused(result, "SLA-LAB-E072")
+    assert f"{not_a_model} is not a Hugging Face model directory" in refused(result, "SLA-REPLICATION-E072")
     assert not (tmp_path / "training").exists()
     result = runner.invoke(replication_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
                                  "--transformer", str(not_a_model), "--root", str(tmp_path / "project")])
-    refused(result, "SLA-LAB-E072")
+    refused(result, "SLA-REPLICATION-E072")
     assert not (tmp_path / "project").exists()
 
 
 def no_ray():
-    raise spacy_sla.tool_support.ray_session.RayNotInstalled("Ray is not installed: `pip install \"spacy-sla[ray]\"`")
+    raise spacy_sla.tools.support.ray_session.RayNotInstalled("Ray is not installed: `pip install \"spacy-sla[ray]\"`")
 
 
 def test_ray_missing_is_said_before_anything_is_prepared(tiny_bert, tmp_path, monkeypatch):
-    monkeypatch.setattr(spacy_sla.tool_support.ray_session, "import_ray", no_ray)
+    monkeypatch.setattr(spacy_sla.tools.support.ray_session, "import_ray", no_ray)
     result = runner.invoke(replication_app, ["experiment", "ud", "--data-dir", str(tmp_path / "data"),
                                  "--transformer", str(tiny_bert), "--root", str(tmp_path / "project"), "--ray"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output

@@ -20,7 +20,7 @@ from replication.converters import (
     read_fce,
     read_sst2,
 )
-from spacy_sla.tool_support.conllu import ConversionError, read_conllu
+from spacy_sla.tools.support.conllu import ConversionError, read_conllu
 
 COLA = "gj04\t1\t\tOur friends won't buy this.\nbc01\t0\t*\tThe more does Bill.\nbc01\t1\t\tHe left.\n"
 # The real SST-2 file has a space before each tab.

@@ -12,12 +12,12 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 from typer.testing import CliRunner
 
-import replication.functions  # noqa: F401  (registers the sla-lab scorer that the pipelines name)
+import replication.functions  # noqa: F401  (registers the sla-replication scorer that the pipelines name)
 from replication.cli import app as replication_app
 from replication.dev_predictions import bootstrap_comparison
-from spacy_sla.ab import runs as ab
-from spacy_sla.ab.runs import EVALUATION
-from spacy_sla.ab.tables import bootstrap_table
+from spacy_sla.tools.ab import runs as ab
+from spacy_sla.tools.ab.runs import EVALUATION
+from spacy_sla.tools.ab.tables import bootstrap_table
 
 LABELS = ["NEGATIVE", "POSITIVE"]
 
@@ -34,7 +34,7 @@ def trained_textcat(examples: List[Example], updates: int, seed: int) -> Languag
     nlp = spacy.blank("en")
     nlp.add_pipe("textcat", config={
         "model": {"@architectures": "spacy.TextCatBOW.v3", "exclusive_classes": True, "ngram_size": 1, "no_output_layer": False},
-        "scorer": {"@scorers": "sla-lab.textcat_scorer.v1"},
+        "scorer": {"@scorers": "sla-replication.textcat_scorer.v1"},
     })
     nlp.initialize(lambda: examples)
     for _ in range(updates):
@@ -89,6 +89,6 @@ def test_a_missing_run_is_a_coded_error(tmp_path):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "training").mkdir()
     failed = CliRunner().invoke(replication_app, ["bootstrap", "sst2", str(tmp_path / "corpus"), str(tmp_path / "training"), "--seeds", "3"])
-    assert failed.exit_code == 1 and "[SLA-LAB-E020]" in failed.output and "Traceback" not in failed.output
-    with pytest.raises(ValueError, match=r"\[SLA-LAB-E020\].*vanilla, seed 3"):
+    assert failed.exit_code == 1 and "[SLA-REPLICATION-E020]" in failed.output and "Traceback" not in failed.output
+    with pytest.raises(ValueError, match=r"\[SLA-REPLICATION-E020\].*vanilla, seed 3"):
         bootstrap_comparison("sst2", tmp_path / "corpus", tmp_path / "training", ["sla"], "vanilla", seeds=[3])

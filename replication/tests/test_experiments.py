@@ -12,12 +12,12 @@ import spacy
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
-import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+import spacy_sla.tools.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from replication.cli import app as replication_app
 from replication.converters import CONVERTER_VERSION, write_atomically
 from replication.experiments import CORPUS_RECORD, prepare_corpus, prepared_corpus_is_current
 from replication.tasks import TASKS
-from spacy_sla.tool_support.conllu import ConversionError
+from spacy_sla.tools.support.conllu import ConversionError
 
 COLA_TASK = TASKS["cola"]
 COLA_TRAIN = "".join(f"gj04\t1\t\tTrain sentence {i}.\n" for i in range(5))

@@ -6,7 +6,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+import spacy_sla.tools.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from replication.cli import app as replication_app
 from replication.gate_comparison import compare_gates, gate_tables, read_gate_pair
 
@@ -78,7 +78,7 @@ def test_tables_show_every_report_and_layer(three_seeds):
 def test_a_report_that_cannot_be_compared_is_a_coded_error(tmp_path, report, reason):
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
-    with pytest.raises(ValueError, match=r"\[SLA-LAB-E019\]") as error:
+    with pytest.raises(ValueError, match=r"\[SLA-REPLICATION-E019\]") as error:
         read_gate_pair(path)
     assert reason in str(error.value)
 
@@ -86,7 +86,7 @@ def test_a_report_that_cannot_be_compared_is_a_coded_error(tmp_path, report, rea
 def test_reports_of_different_layers_are_not_paired(tmp_path):
     pairs = [read_gate_pair(write_report(tmp_path / "a.json", [0.5, 0.5], [0.5, 0.5])),
              read_gate_pair(write_report(tmp_path / "b.json", [0.5], [0.5]))]
-    with pytest.raises(ValueError, match=r"\[SLA-LAB-E019\].*differ from"):
+    with pytest.raises(ValueError, match=r"\[SLA-REPLICATION-E019\].*differ from"):
         compare_gates(pairs)
 
 
@@ -101,4 +101,4 @@ def test_the_command_prints_the_tables_and_writes_json(three_seeds, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     failed = CliRunner().invoke(replication_app, ["gate-summary", str(bad)])
-    assert failed.exit_code == 1 and "[SLA-LAB-E019]" in failed.output and "Traceback" not in failed.output
+    assert failed.exit_code == 1 and "[SLA-REPLICATION-E019]" in failed.output and "Traceback" not in failed.output

@@ -11,10 +11,10 @@ import pytest
 import spacy
 from typer.testing import CliRunner
 
-import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+import spacy_sla.tools.cli  # noqa: F401  (registers `sla` on spaCy's app)
 from replication.cli import app as replication_app
 from replication.grid import GridRun, execute_run, grid_report
-from spacy_sla.ab.runs import AbResult, progress_line
+from spacy_sla.tools.ab.runs import AbResult, progress_line
 
 ROOT = Path(__file__).parent.parent.parent
 SAMPLE = ROOT / "assets" / "ud_ewt_sample"

@@ -1,4 +1,4 @@
-"""sla-lab.TextCatReduce.v1: spaCy's TextCatReduce.v1 with a random output layer."""
+"""sla-replication.TextCatReduce.v1: spaCy's TextCatReduce.v1 with a random output layer."""
 import numpy
 import pytest
 import spacy
@@ -23,7 +23,7 @@ def textcat(architecture: str, **settings):
 
 
 def test_the_output_layer_starts_random_not_at_zero():
-    _, output = textcat("sla-lab.TextCatReduce.v1", init_std=0.02)
+    _, output = textcat("sla-replication.TextCatReduce.v1", init_std=0.02)
     weights = output.get_param("W")
     assert weights.shape == (2, 16)
     assert 0.005 < float(weights.std()) < 0.05 and float(numpy.abs(output.get_param("b")).max()) == 0.0
@@ -32,19 +32,19 @@ def test_the_output_layer_starts_random_not_at_zero():
 
 
 def test_init_std_zero_is_spacys_start_and_the_seed_fixes_the_weights():
-    _, output = textcat("sla-lab.TextCatReduce.v1", init_std=0.0)
+    _, output = textcat("sla-replication.TextCatReduce.v1", init_std=0.0)
     assert float(numpy.abs(output.get_param("W")).max()) == 0.0
-    first = textcat("sla-lab.TextCatReduce.v1")[1].get_param("W")
-    assert numpy.array_equal(first, textcat("sla-lab.TextCatReduce.v1")[1].get_param("W"))
+    first = textcat("sla-replication.TextCatReduce.v1")[1].get_param("W")
+    assert numpy.array_equal(first, textcat("sla-replication.TextCatReduce.v1")[1].get_param("W"))
 
 
 def test_it_trains_and_predicts_exclusive_classes():
-    nlp, _ = textcat("sla-lab.TextCatReduce.v1")
+    nlp, _ = textcat("sla-replication.TextCatReduce.v1")
     doc = nlp("a b")
     assert set(doc.cats) == {"A", "B"} and sum(doc.cats.values()) == pytest.approx(1.0, abs=1e-5)
 
 
-# --- sla-lab.TextCatCLS.v1: the [CLS] vector, dropout, a random softmax layer -----------------------------
+# --- sla-replication.TextCatCLS.v1: the [CLS] vector, dropout, a random softmax layer -----------------------------
 
 TEXTS = ("the cat sat", "a big dog ran on the mat and she saw it")
 
@@ -53,7 +53,7 @@ TEXTS = ("the cat sat", "a big dog ran on the mat and she saw it")
 def cls_pipeline(tiny_bert):
     nlp = spacy.blank("en")
     nlp.add_pipe("transformer", config={"model": {"name": str(tiny_bert)}})
-    component = nlp.add_pipe("textcat", config={"model": {"@architectures": "sla-lab.TextCatCLS.v1"}})
+    component = nlp.add_pipe("textcat", config={"model": {"@architectures": "sla-replication.TextCatCLS.v1"}})
     examples = [Example.from_dict(nlp.make_doc(TEXTS[0]), {"cats": {"A": 1.0, "B": 0.0}}),
                 Example.from_dict(nlp.make_doc(TEXTS[1]), {"cats": {"A": 0.0, "B": 1.0}})]
     numpy.random.seed(0)
@@ -138,7 +138,7 @@ def test_the_cls_heads_gradient_reaches_the_cls_row_as_w_transpose_dy(cls_pipeli
 def test_two_updates_train_the_encoder_and_the_head(tiny_bert):
     nlp = spacy.blank("en")
     nlp.add_pipe("transformer", config={"model": {"name": str(tiny_bert)}})
-    component = nlp.add_pipe("textcat", config={"model": {"@architectures": "sla-lab.TextCatCLS.v1"}})
+    component = nlp.add_pipe("textcat", config={"model": {"@architectures": "sla-replication.TextCatCLS.v1"}})
     examples = [Example.from_dict(nlp.make_doc(TEXTS[0]), {"cats": {"A": 1.0, "B": 0.0}}),
                 Example.from_dict(nlp.make_doc(TEXTS[1]), {"cats": {"A": 0.0, "B": 1.0}})]
     nlp.initialize(lambda: examples)

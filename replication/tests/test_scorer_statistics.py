@@ -20,8 +20,8 @@ from replication.scorers import (
     make_textcat_scorer,
     textcat_score,
 )
-from spacy_sla.ab.counts import component_statistics
-from spacy_sla.ab.statistics import bootstrap_weights, full_set_value, statistic_from_json
+from spacy_sla.tools.ab.counts import component_statistics
+from spacy_sla.tools.ab.statistics import bootstrap_weights, full_set_value, statistic_from_json
 
 LABELS = ["NEGATIVE", "POSITIVE"]
 
@@ -63,7 +63,7 @@ def test_the_textcat_statistics_give_the_scorers_values_on_the_whole_set_and_on_
     examples = random_cats_examples(nlp)
     kwargs = {"labels": LABELS, "threshold": 0.0}
     reported = _numeric(make_textcat_scorer()(examples, **kwargs))
-    statistics = component_statistics({"@scorers": "sla-lab.textcat_scorer.v1"}, examples, kwargs)
+    statistics = component_statistics({"@scorers": "sla-replication.textcat_scorer.v1"}, examples, kwargs)
     assert {"cats_accuracy", "cats_mcc", "cats_macro_auc"} <= set(reported) <= set(statistics)
     for key, value in reported.items():
         assert full_set_value(statistic_from_json(statistics[key].to_json())) == pytest.approx(value, abs=1e-12), key
@@ -77,7 +77,7 @@ def test_the_error_detection_statistics_take_the_scorers_arguments(nlp):
     examples = error_examples(nlp)
     for error_tag, beta in (("i", 0.5), ("c", 1.0)):
         reported = _numeric(make_error_detection_scorer(error_tag, beta)(examples))
-        statistics = component_statistics({"@scorers": "sla-lab.error_detection_scorer.v1", "error_tag": error_tag,
+        statistics = component_statistics({"@scorers": "sla-replication.error_detection_scorer.v1", "error_tag": error_tag,
                                            "beta": beta}, examples, {})
         assert set(reported) == {"ged_p", "ged_r", "ged_f05" if beta == 0.5 else "ged_f1", "tag_acc"}
         for key, value in reported.items():
@@ -97,7 +97,7 @@ def cats_examples(nlp: Language, pairs: Sequence[Sequence[str]]) -> List[Example
 def test_cats_counts_add_up_to_the_scorers_accuracy_and_mcc(nlp):
     pairs = [("POSITIVE", "POSITIVE")] * 5 + [("POSITIVE", "NEGATIVE")] * 2 + [("NEGATIVE", "NEGATIVE")] * 4 + [("NEGATIVE", "POSITIVE")]
     examples = cats_examples(nlp, pairs)
-    statistics = component_statistics({"@scorers": "sla-lab.textcat_scorer.v1"}, examples, {"labels": LABELS})
+    statistics = component_statistics({"@scorers": "sla-replication.textcat_scorer.v1"}, examples, {"labels": LABELS})
     counts = statistics["cats_mcc"].counts
     assert counts.shape == (12, 4) and counts.sum(axis=1).tolist() == [1] * 12  # one cell of the 2 x 2 matrix each
     assert counts.sum(axis=0).tolist() == [4, 1, 2, 5]  # rows gold NEGATIVE, POSITIVE; columns predicted
@@ -112,7 +112,7 @@ def test_the_entity_scorer_has_spacys_entity_statistics(nlp):
     doc = Doc(nlp.vocab, words=words)
     doc.ents = [Span(doc, 0, 1, label="PER"), Span(doc, 3, 5, label="ORG")]
     examples = [Example(doc, Doc(nlp.vocab, words=words, ents=["B-PER", "O", "O", "B-LOC", "I-LOC", "O"]))]
-    statistic = component_statistics({"@scorers": "sla-lab.entity_scorer.v1"}, examples, {})["ents_f"]
+    statistic = component_statistics({"@scorers": "sla-replication.entity_scorer.v1"}, examples, {})["ents_f"]
     assert statistic.counts.tolist() == [[1, 1, 1]]
     assert full_set_value(statistic) == pytest.approx(entity_score(examples)["ents_f"]) == pytest.approx(0.5)
 
@@ -122,7 +122,7 @@ def test_error_detection_counts_add_up(nlp):
     for gold, pred in [(["c", "i", "c"], ["c", "i", "i"]), (["i", "c"], ["c", "c"])]:
         doc = Doc(nlp.vocab, words=["w"] * len(pred), tags=pred)
         examples.append(Example(doc, Doc(nlp.vocab, words=["w"] * len(gold), tags=gold)))
-    statistic = component_statistics({"@scorers": "sla-lab.error_detection_scorer.v1"}, examples, {})["ged_f05"]
+    statistic = component_statistics({"@scorers": "sla-replication.error_detection_scorer.v1"}, examples, {})["ged_f05"]
     assert statistic.counts.tolist() == [[1, 1, 0], [0, 0, 1]]
     assert tuple(statistic.counts.sum(axis=0)) == error_detection_counts(examples, "i")
     precision, recall = 1 / 2, 1 / 2

@@ -96,7 +96,7 @@ def test_f_beta_key(beta: float, key: str):
 
 
 def test_textcat_scorer_binary(nlp: Language):
-    score = registry.scorers.get("sla-lab.textcat_scorer.v1")()
+    score = registry.scorers.get("sla-replication.textcat_scorer.v1")()
     spacy_score = registry.scorers.get("spacy.textcat_scorer.v2")()
     examples = examples_from_confusion(nlp, BINARY, ["POS", "NEG"])
     scores = score(examples, labels=("POS", "NEG"), threshold=0.0, positive_label="POS")
@@ -109,14 +109,14 @@ def test_textcat_scorer_binary(nlp: Language):
 
 
 def test_textcat_scorer_three_classes_infers_labels(nlp: Language):
-    score = registry.scorers.get("sla-lab.textcat_scorer.v1")()
+    score = registry.scorers.get("sla-replication.textcat_scorer.v1")()
     scores = score(examples_from_confusion(nlp, THREE_CLASS, ["A", "B", "C"]))
     assert scores["cats_accuracy"] == pytest.approx(9 / 14)
     assert scores["cats_mcc"] == pytest.approx(THREE_CLASS_MCC)
 
 
 def test_textcat_skips_docs_without_gold(nlp: Language):
-    score = registry.scorers.get("sla-lab.textcat_scorer.v1")()
+    score = registry.scorers.get("sla-replication.textcat_scorer.v1")()
     labels = ["POS", "NEG"]
     examples = [
         cats_example(nlp, "POS", "POS", labels),
@@ -133,7 +133,7 @@ def test_textcat_skips_docs_without_gold(nlp: Language):
 
 def test_textcat_scorer_in_pipeline():
     pipeline = spacy.blank("en")
-    textcat = pipeline.add_pipe("textcat", config={"scorer": {"@scorers": "sla-lab.textcat_scorer.v1"}})
+    textcat = pipeline.add_pipe("textcat", config={"scorer": {"@scorers": "sla-replication.textcat_scorer.v1"}})
     examples = examples_from_confusion(pipeline, BINARY, ["POS", "NEG"])
     for label in ("POS", "NEG"):
         textcat.add_label(label)
@@ -192,13 +192,13 @@ def assert_conlleval_scores(scores: Dict[str, object]):
 
 
 def test_entity_scorer_matches_conlleval_by_hand(nlp: Language):
-    score = registry.scorers.get("sla-lab.entity_scorer.v1")()
+    score = registry.scorers.get("sla-replication.entity_scorer.v1")()
     assert_conlleval_scores(score(conlleval_examples(nlp)))
 
 
 def test_entity_scorer_in_pipeline():
     pipeline = spacy.blank("en")
-    ner = pipeline.add_pipe("ner", config={"scorer": {"@scorers": "sla-lab.entity_scorer.v1"}})
+    ner = pipeline.add_pipe("ner", config={"scorer": {"@scorers": "sla-replication.entity_scorer.v1"}})
     for label in ("PER", "LOC", "ORG"):
         ner.add_label(label)
     assert_conlleval_scores(ner.score(conlleval_examples(pipeline)))
@@ -229,12 +229,12 @@ def assert_ten_token_scores(scores: Dict[str, object]):
 
 
 def test_error_detection_scorer_by_hand(nlp: Language):
-    score = registry.scorers.get("sla-lab.error_detection_scorer.v1")()
+    score = registry.scorers.get("sla-replication.error_detection_scorer.v1")()
     assert_ten_token_scores(score([ten_token_ged_example(nlp)]))
 
 
 def test_error_detection_beta_and_tag_are_configurable(nlp: Language):
-    score = registry.scorers.get("sla-lab.error_detection_scorer.v1")(error_tag="c", beta=1.0)
+    score = registry.scorers.get("sla-replication.error_detection_scorer.v1")(error_tag="c", beta=1.0)
     scores = score([ten_token_ged_example(nlp)])
     # Class "c": gold c at 0,1,3,6,7,9 (6), pred c at 0,3,4,6,7,8,9 (7); both at 0,3,6,7,9 -> tp 5.
     # P = 5/7, R = 5/6, F1 = 2 * 25/42 / (5/7 + 5/6) = (25/21) / (65/42) = 10/13.
@@ -245,7 +245,7 @@ def test_error_detection_beta_and_tag_are_configurable(nlp: Language):
 
 
 def test_error_detection_follows_alignment(nlp: Language):
-    score = registry.scorers.get("sla-lab.error_detection_scorer.v1")()
+    score = registry.scorers.get("sla-replication.error_detection_scorer.v1")()
     # Gold "do n't" (both i) is one predicted token "don't": it aligns to gold tag i.
     # Predicted tokens: He c/c, don't i/i (tp), go c/c, home c vs gold i (fn).
     # P = 1/1, R = 1/2, F0.5 = 1.25 * 0.5 / (0.25 + 0.5) = 5/6.
@@ -265,7 +265,7 @@ def test_error_detection_follows_alignment(nlp: Language):
 
 
 def test_error_detection_without_errors_is_zero(nlp: Language):
-    score = registry.scorers.get("sla-lab.error_detection_scorer.v1")()
+    score = registry.scorers.get("sla-replication.error_detection_scorer.v1")()
     words = ["All", "fine"]
     scores = score([ged_example(nlp, words, ["c", "c"], words, ["c", "c"])])
     assert (scores["ged_p"], scores["ged_r"], scores["ged_f05"]) == (0.0, 0.0, 0.0)
@@ -275,7 +275,7 @@ def test_error_detection_without_errors_is_zero(nlp: Language):
 def test_error_detection_scorer_in_pipeline():
     pipeline = spacy.blank("en")
     tagger = pipeline.add_pipe(
-        "tagger", config={"scorer": {"@scorers": "sla-lab.error_detection_scorer.v1", "error_tag": "i", "beta": 0.5}}
+        "tagger", config={"scorer": {"@scorers": "sla-replication.error_detection_scorer.v1", "error_tag": "i", "beta": 0.5}}
     )
     for label in ("c", "i"):
         tagger.add_label(label)

@@ -1,5 +1,5 @@
-"""sla_lab_token_ner: NER as a softmax over BIO tags on each token (spaCy's Tagger
-with entity tags), and sla-lab.Tagger.v1, the tagger with a random start."""
+"""sla_replication_token_ner: NER as a softmax over BIO tags on each token (spaCy's Tagger
+with entity tags), and sla-replication.Tagger.v1, the tagger with a random start."""
 import numpy
 import pytest
 import spacy
@@ -26,7 +26,7 @@ def example(nlp, words, entities) -> Example:
 
 def trained_pipeline(steps: int = 40):
     nlp = spacy.blank("en")
-    nlp.add_pipe("sla_lab_token_ner", config={"model": {"@architectures": "sla-lab.Tagger.v1", "tok2vec": TOK2VEC}})
+    nlp.add_pipe("sla_replication_token_ner", config={"model": {"@architectures": "sla-replication.Tagger.v1", "tok2vec": TOK2VEC}})
     examples = [example(nlp, words, entities) for words, entities in SENTENCES]
     numpy.random.seed(0)
     optimizer = nlp.initialize(lambda: examples)
@@ -54,7 +54,7 @@ def test_bio_tags_become_entities_as_conlleval_reads_them():
 
 def test_labels_are_bio_tags_of_the_entity_types_in_the_data():
     nlp, _ = trained_pipeline(steps=0)
-    component = nlp.get_pipe("sla_lab_token_ner")
+    component = nlp.get_pipe("sla_replication_token_ner")
     assert isinstance(component, TokenNER)
     assert component.labels == ("O", "B-LOC", "I-LOC", "B-PER", "I-PER")
     assert component.label_data == component.entity_types == ("LOC", "PER")
@@ -62,7 +62,7 @@ def test_labels_are_bio_tags_of_the_entity_types_in_the_data():
 
 def test_gold_tags_come_from_the_reference_with_none_where_it_has_no_annotation():
     nlp = spacy.blank("en")
-    component = nlp.add_pipe("sla_lab_token_ner")
+    component = nlp.add_pipe("sla_replication_token_ner")
     (words, spans), *_ = SENTENCES
     assert component.gold_tags(example(nlp, words, spans)) == ["B-PER", "O", "B-PER", "I-PER", "O", "B-LOC", "O"]
     partial = Doc(nlp.vocab, words=["Alice", "ran", "off"], ents=["B-PER", "O", None])
@@ -83,47 +83,47 @@ def test_predictions_replace_the_entities_a_doc_had():
     nlp, _ = trained_pipeline()
     doc = nlp.make_doc("the weather is fine .")
     doc.ents = [Span(doc, 0, 2, label="ORG")]
-    assert entities(nlp.get_pipe("sla_lab_token_ner")(doc)) == []
+    assert entities(nlp.get_pipe("sla_replication_token_ner")(doc)) == []
 
 
 def test_it_survives_to_disk_and_load(tmp_path):
     nlp, _ = trained_pipeline()
     nlp.to_disk(tmp_path / "pipeline")
     loaded = spacy.load(tmp_path / "pipeline")
-    assert loaded.get_pipe("sla_lab_token_ner").labels == nlp.get_pipe("sla_lab_token_ner").labels
+    assert loaded.get_pipe("sla_replication_token_ner").labels == nlp.get_pipe("sla_replication_token_ner").labels
     text = "Alice met Bob Smith in Paris ."
     assert entities(loaded(text)) == entities(nlp(text)) == SENTENCES[0][1]
 
 
 @pytest.mark.parametrize("label", ["B-PER", "O", "", "U-LOC"])
 def test_a_tag_is_not_an_entity_type(label):
-    component = spacy.blank("en").add_pipe("sla_lab_token_ner")
-    with pytest.raises(ValueError, match=r"\[SLA-LAB-E016\]"):
+    component = spacy.blank("en").add_pipe("sla_replication_token_ner")
+    with pytest.raises(ValueError, match=r"\[SLA-REPLICATION-E016\]"):
         component.add_label(label)
 
 
 def test_adding_a_type_twice_adds_it_once():
-    component = spacy.blank("en").add_pipe("sla_lab_token_ner")
+    component = spacy.blank("en").add_pipe("sla_replication_token_ner")
     assert component.add_label("PER") == 1 and component.add_label("PER") == 0
     assert component.labels == ("O", "B-PER", "I-PER")
 
 
 def test_training_data_without_entities_is_a_coded_error():
     nlp = spacy.blank("en")
-    nlp.add_pipe("sla_lab_token_ner")
+    nlp.add_pipe("sla_replication_token_ner")
     examples = [example(nlp, ["no", "names", "here"], [])]
-    with pytest.raises(ValueError, match=r"\[SLA-LAB-E018\]"):
+    with pytest.raises(ValueError, match=r"\[SLA-REPLICATION-E018\]"):
         nlp.initialize(lambda: examples)
 
 
 def test_labels_given_to_initialize_are_entity_types():
     nlp = spacy.blank("en")
-    component = nlp.add_pipe("sla_lab_token_ner", config={"model": {"tok2vec": TOK2VEC}})
+    component = nlp.add_pipe("sla_replication_token_ner", config={"model": {"tok2vec": TOK2VEC}})
     component.initialize(lambda: [example(nlp, *SENTENCES[0])], nlp=nlp, labels=["ORG", "PER"])
     assert component.entity_types == ("ORG", "PER") and len(component.labels) == 5
 
 
-# --- sla-lab.Tagger.v1 --------------------------------------------------------------------------------------
+# --- sla-replication.Tagger.v1 --------------------------------------------------------------------------------------
 
 def tagger_output_layer(architecture: str, **settings):
     nlp = spacy.blank("en")
@@ -135,17 +135,17 @@ def tagger_output_layer(architecture: str, **settings):
 
 
 def test_the_tagger_softmax_starts_random_not_at_zero():
-    weights = tagger_output_layer("sla-lab.Tagger.v1").get_param("W")
+    weights = tagger_output_layer("sla-replication.Tagger.v1").get_param("W")
     assert weights.shape == (2, 32) and 0.005 < float(weights.std()) < 0.05
     assert float(numpy.abs(tagger_output_layer("spacy.Tagger.v2").get_param("W")).max()) == 0.0
-    assert float(numpy.abs(tagger_output_layer("sla-lab.Tagger.v1", init_std=0.0).get_param("W")).max()) == 0.0
+    assert float(numpy.abs(tagger_output_layer("sla-replication.Tagger.v1", init_std=0.0).get_param("W")).max()) == 0.0
 
 
 def test_it_trains_on_a_transformer_through_a_listener(tiny_bert):
     """The docs' way of adding it to a transformer pipeline (docs/usage.md)."""
     nlp = spacy.blank("en")
     nlp.add_pipe("transformer", config={"model": {"name": str(tiny_bert)}})
-    nlp.add_pipe("sla_lab_token_ner", name="ner", config={"model": {"tok2vec": {
+    nlp.add_pipe("sla_replication_token_ner", name="ner", config={"model": {"tok2vec": {
         "@architectures": "spacy-transformers.TransformerListener.v1", "grad_factor": 1.0, "upstream": "*",
         "pooling": {"@layers": "reduce_mean.v1"}}}})
     examples = [example(nlp, words, entities) for words, entities in SENTENCES]

@@ -35,13 +35,13 @@ class AttentionBatch:
     global_mask: (batch, 1, 1, n_pieces) bool, the keys that are not padding.
     local_mask: (batch, 1, n_pieces, n_pieces) bool, or None.
     local_buckets: (batch, n_pieces, n_pieces) tree-distance bucket ids, or None.
-    parent_targets: (batch, n_pieces) the piece each piece's token depends
+    parent_attention_targets: (batch, n_pieces) the piece each piece's token depends
         on, IGNORED_TARGET where there is none; or None.
     record_gates: whether local branches append their gate values to `gates`
         ((batch, n_pieces) per call, NaN where the batch has no local input)
         and themselves to `gate_modules` (a module shared by several depths
         appends once per depth).
-    auxiliary_losses: appended to by supervised heads during the pass.
+    parent_attention_losses: appended to by supervised heads during the pass.
     restricted: with a boolean local mask, (batch,) bool on the CPU: the
         sequences whose mask hides some real key from some real query; None
         without one.
@@ -59,11 +59,11 @@ class AttentionBatch:
     global_mask: torch.Tensor
     local_mask: Optional[torch.Tensor] = None
     local_buckets: Optional[torch.Tensor] = None
-    parent_targets: Optional[torch.Tensor] = None
+    parent_attention_targets: Optional[torch.Tensor] = None
     record_gates: bool = False
     gates: List[torch.Tensor] = field(default_factory=list)
     gate_modules: List[torch.nn.Module] = field(default_factory=list, repr=False)
-    auxiliary_losses: List[torch.Tensor] = field(default_factory=list)
+    parent_attention_losses: List[torch.Tensor] = field(default_factory=list)
     restricted: Optional[torch.Tensor] = None
     local_rows: Optional[torch.Tensor] = None
     width_groups: Optional[Tuple[WidthGroup, ...]] = None
@@ -82,7 +82,7 @@ class AttentionBatch:
         attention_mask: torch.Tensor,
         local_mask: Optional[torch.Tensor] = None,
         local_buckets: Optional[torch.Tensor] = None,
-        parent_targets: Optional[torch.Tensor] = None,
+        parent_attention_targets: Optional[torch.Tensor] = None,
         record_gates: bool = False,
         local_restricted: Optional[torch.Tensor] = None,
     ) -> "AttentionBatch":
@@ -97,11 +97,11 @@ class AttentionBatch:
         # empty, so no NaN can reach the backward pass.
         local = None if local_mask is None else (local_mask | ~real[:, :, None])[:, None] & keys
         if local is None:
-            return cls(keys, local, local_buckets, parent_targets, record_gates)
+            return cls(keys, local, local_buckets, parent_attention_targets, record_gates)
         restricted = _restricted_sequences(local, keys, local_restricted)
         groups = group_by_width(real, restricted) if real.device.type == "cpu" else None
         return cls(
-            keys, local, local_buckets, parent_targets, record_gates, restricted=restricted,
+            keys, local, local_buckets, parent_attention_targets, record_gates, restricted=restricted,
             local_rows=rows_needing_local(restricted, local.device), width_groups=groups,
         )
 

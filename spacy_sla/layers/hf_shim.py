@@ -45,7 +45,7 @@ __all__ = [
 SAVED_TOKENIZER_SETTINGS = ("use_fast",)
 
 
-class SyntaxAwareTransformerClass:
+class SyntaxAwareTransformerFactory:
     """Stands in for AutoModel where spacy-transformers rebuilds a saved
     model from its config, so that the rebuilt model has the configured
     syntax-aware attention (options of SyntaxAwareTransformer)."""
@@ -99,7 +99,7 @@ class SLAShim(HFShim):
             mixed_precision=mixed_precision,
             # HFShim writes into this dict, so never pass a shared default.
             grad_scaler_config=dict(grad_scaler_config or {}),
-            model_cls=SyntaxAwareTransformerClass(options),
+            model_cls=SyntaxAwareTransformerFactory(options),
         )
         # whether the weights, or the settings to load them, came with a saved pipeline (from_bytes)
         self.from_saved = False

@@ -30,9 +30,9 @@ def parent_attention_loss(
         scores = scores + score_bias[:, head if score_bias.shape[1] > 1 else 0]
     scores = scores.float().masked_fill(~batch.global_mask[:, 0], torch.finfo(torch.float32).min)
     log_probs = scores.log_softmax(-1)
-    if batch.parent_targets is None:
-        raise ValueError("parent_attention_loss needs the batch's parent_targets")
-    targets = batch.parent_targets.flatten()
+    if batch.parent_attention_targets is None:
+        raise ValueError("parent_attention_loss needs the batch's parent_attention_targets")
+    targets = batch.parent_attention_targets.flatten()
     # The mean over the pieces that have a parent, 0 when none has, without
     # asking the device whether any has (a host-device synchronisation).
     total = F.nll_loss(log_probs.flatten(0, 1), targets, ignore_index=IGNORED_TARGET, reduction="sum")

@@ -9,7 +9,7 @@ puts each group in a block of the batch (width_order).
 
 The constants are fixed: production computes one way per situation, and
 the benchmarks time the alternatives with code of their own
-(benchmarks/attention_alternatives.py)."""
+(performance/attention_alternatives.py)."""
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
@@ -22,13 +22,13 @@ import torch
 # fused kernel is slow on short rows. The component was 3-13 % faster this
 # way on sentences and texts of up to 111 pieces, and no slower up to 140
 # (MiniLM, one and two threads, paired batch by batch;
-# benchmarks/prediction_paths_benchmark.py).
+# performance/prediction_paths_cost.py).
 MATERIALISE_UP_TO = 128
 # Prediction gathers the sequences that need a local branch while they are
 # at most this share of the batch; above it, the index copies of the
 # queries, keys, values and outputs cost more than the rows they spare, and
 # the batched call runs on every sequence (MiniLM on the CPU,
-# benchmarks/local_rows_benchmark.py).
+# performance/local_rows_cost.py).
 GATHER_MAX_SHARE = 0.75
 # Prediction on the CPU computes the local branch in at most this many
 # groups of sequences of similar width, each cut to its longest sequence,

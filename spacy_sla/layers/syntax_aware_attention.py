@@ -88,7 +88,7 @@ class SyntaxAwareAttention(nn.Module):
         (made by the distance builder, spacy_sla/variants/); None for
         boolean masks. Its `n_gates`, if set, is the number of gates (one
         per head) instead of one.
-    supervised_head: the head trained to attend to syntactic parents, or None.
+    parent_attention_head: the head trained to attend to syntactic parents, or None.
     gated_attention: how a call with a local branch computes and mixes the
         two branches (the production function, unless a benchmark or a
         test compares another).
@@ -107,14 +107,14 @@ class SyntaxAwareAttention(nn.Module):
         initializer_range: float = 0.02,
         local: bool = True,
         local_bias: Optional[nn.Module] = None,
-        supervised_head: Optional[int] = None,
+        parent_attention_head: Optional[int] = None,
         gated_attention: GatedAttention = gated_attention,
     ):
         super().__init__()
         self.n_heads = n_heads
         self.head_size = hidden_size // n_heads
         self.dropout_prob = dropout_prob
-        self.supervised_head = supervised_head
+        self.parent_attention_head = parent_attention_head
         self.local_bias = local_bias
         self.gated_attention = gated_attention
         self.bound_batch: Optional[AttentionBatch] = None
@@ -181,9 +181,9 @@ class SyntaxAwareAttention(nn.Module):
         Returns the merged context (batch, n_pieces, hidden) and, with
         output_attentions, the mixed attention probabilities (batch, heads,
         n_pieces, n_pieces)."""
-        if self.supervised_head is not None and batch.parent_targets is not None and torch.is_grad_enabled():
-            head = self.supervised_head
-            batch.auxiliary_losses.append(
+        if self.parent_attention_head is not None and batch.parent_attention_targets is not None and torch.is_grad_enabled():
+            head = self.parent_attention_head
+            batch.parent_attention_losses.append(
                 parent_attention_loss(batch, query[:, head], key[:, head], head, score_bias)
             )
         local = self.local_input(batch, query.dtype, hidden_states)

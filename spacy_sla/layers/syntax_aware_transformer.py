@@ -11,11 +11,11 @@ from transformers import AutoModel, PretrainedConfig, PreTrainedModel
 
 from ..data_classes import ParentAttention
 from ..errors import Errors
+from .ancestor_mask import AncestorMaskLayer
 from .attention_batch import AttentionBatch
 from .family_adapters import FamilyAdapter, attention_family, unsupported_positions_reason
 from .prediction_schedule import MATERIALISE_UP_TO, width_order
 from .syntax_aware_attention import GatedAttention, SyntaxAwareAttention, gated_attention
-from .syntax_guided import SyntaxGuidedLayer
 
 LocalBiasFactory = Callable[[PretrainedConfig], nn.Module]
 
@@ -71,7 +71,7 @@ class SyntaxAwareTransformer(nn.Module):
     local_bias: for distance inputs, makes each SLA layer's local module
         from the transformer's config (a distance builder's
         make_layer_bias); None for boolean local masks.
-    syntax_guided: add SG-Net's syntax-guided layer on top of the encoder.
+    ancestor_mask_layer: add SG-Net's syntax-guided layer on top of the encoder.
     parent_attention: supervise one head of one layer with the parents (LISA).
     gated_attention: how the wrapped layers compute and mix their two
         branches (SyntaxAwareAttention); production's unless a benchmark or
@@ -80,7 +80,7 @@ class SyntaxAwareTransformer(nn.Module):
     forward takes the usual encoder inputs plus the batch's syntax inputs
     (see SyntaxInputs.to_torch); a missing input means global attention.
     During training with parent targets, the weighted parent-attention loss
-    is attached to the output as `auxiliary_loss`; with record_gates, the
+    is attached to the output as `parent_attention_loss`; with record_gates, the
     gate values as `gates` (attributes, not output keys, so that
     spacy-transformers does not treat them as tensor outputs). Everything a
     forward pass reads or reports belongs to that call (its AttentionBatch),
@@ -95,7 +95,7 @@ class SyntaxAwareTransformer(nn.Module):
         transformer: PreTrainedModel,
         sla_layers: Optional[Sequence[int]] = None,
         local_bias: Optional[LocalBiasFactory] = None,
-        syntax_guided: bool = False,
+        ancestor_mask_layer: bool = False,
         parent_attention: Optional[ParentAttention] = None,
         gated_attention: GatedAttention = gated_attention,
     ):
@@ -106,11 +106,11 @@ class SyntaxAwareTransformer(nn.Module):
         self.transformer = transformer
         self.sla_layers = resolve_layers(sla_layers, len(layers))
         self.parent_attention = _resolve_parent_attention(parent_attention, len(layers), config.num_attention_heads)
-        supervised_layer = None if self.parent_attention is None else self.parent_attention.layer
-        supervised_head = None if self.parent_attention is None else self.parent_attention.head
+        parent_attention_layer = None if self.parent_attention is None else self.parent_attention.layer
+        parent_attention_head = None if self.parent_attention is None else self.parent_attention.head
         # an adapter class, built from the module it replaces (FamilyAdapter)
         make_adapter: Callable[..., FamilyAdapter] = family
-        for index in sorted(set(self.sla_layers) | ({supervised_layer} if supervised_layer is not None else set())):
+        for index in sorted(set(self.sla_layers) | ({parent_attention_layer} if parent_attention_layer is not None else set())):
             holder = family.holder(layers[index])
             original = getattr(holder, family.attribute)
             _check_wrappable(original, family, config)
@@ -120,11 +120,11 @@ class SyntaxAwareTransformer(nn.Module):
                 config,
                 local=local,
                 local_bias=local_bias(config) if local and local_bias is not None else None,
-                supervised_head=supervised_head if index == supervised_layer else None,
+                parent_attention_head=parent_attention_head if index == parent_attention_layer else None,
                 gated_attention=gated_attention,
             )
             setattr(holder, family.attribute, replacement)
-        self.guided_layer = SyntaxGuidedLayer(config) if syntax_guided else None
+        self.guided_layer = AncestorMaskLayer(config) if ancestor_mask_layer else None
         # found once, not at every forward pass (a copy's points at its own modules)
         self._wrapped = tuple(module for module in transformer.modules() if isinstance(module, SyntaxAwareAttention))
         self._lock = threading.RLock()
@@ -215,22 +215,22 @@ class SyntaxAwareTransformer(nn.Module):
         local_mask: Optional[torch.Tensor] = None,
         local_buckets: Optional[torch.Tensor] = None,
         guide_mask: Optional[torch.Tensor] = None,
-        parent_targets: Optional[torch.Tensor] = None,
+        parent_attention_targets: Optional[torch.Tensor] = None,
         output_attentions: bool = False,
         record_gates: bool = False,
         local_restricted: Optional[torch.Tensor] = None,
     ) -> Any:
         """The encoder's output (a ModelOutput of its family), with `gates`
-        when recorded and `auxiliary_loss` with a supervised head."""
+        when recorded and `parent_attention_loss` with a supervised head."""
         order = self._prediction_order(attention_mask, local_mask, local_restricted, output_attentions)
         if order is not None:
             # Prediction on the CPU reads each group of similar length as
             # a block of the batch (prediction_schedule.width_order); the outputs go
             # back to the callers' order below.
             input_ids, attention_mask = _reordered(input_ids, order), _reordered(attention_mask, order)
-            token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted = (
+            token_type_ids, local_mask, local_buckets, guide_mask, parent_attention_targets, local_restricted = (
                 None if tensor is None else _reordered(tensor, order)
-                for tensor in (token_type_ids, local_mask, local_buckets, guide_mask, parent_targets, local_restricted)
+                for tensor in (token_type_ids, local_mask, local_buckets, guide_mask, parent_attention_targets, local_restricted)
             )
         inputs: Dict[str, Union[torch.Tensor, bool]] = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
@@ -238,7 +238,7 @@ class SyntaxAwareTransformer(nn.Module):
         if output_attentions:
             inputs["output_attentions"] = True
         batch = AttentionBatch.from_inputs(
-            attention_mask, local_mask, local_buckets, parent_targets, record_gates, local_restricted
+            attention_mask, local_mask, local_buckets, parent_attention_targets, record_gates, local_restricted
         )
         with self.attending(batch):
             output = self.transformer(**inputs)
@@ -252,8 +252,8 @@ class SyntaxAwareTransformer(nn.Module):
         if batch.gates:
             gates = self._gates_per_module(batch)  # (n_sla_layers, batch, n_pieces)
             output.gates = gates if restore is None else gates.index_select(1, restore.to(gates.device))
-        if batch.auxiliary_losses and self.parent_attention is not None:
-            output.auxiliary_loss = self.parent_attention.weight * torch.stack(batch.auxiliary_losses).sum()
+        if batch.parent_attention_losses and self.parent_attention is not None:
+            output.parent_attention_loss = self.parent_attention.weight * torch.stack(batch.parent_attention_losses).sum()
         return output
 
     def _gates_per_module(self, batch: AttentionBatch) -> torch.Tensor:

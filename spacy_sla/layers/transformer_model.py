@@ -54,7 +54,7 @@ class SLAModelSettings:
     grad_scaler_config: Dict[str, Any]
     sla_layers: Optional[List[int]]
     on_missing_parse: str
-    syntax_guided_mask: Optional[MaskBuilder]
+    ancestor_mask: Optional[MaskBuilder]
     parent_attention: Optional[ParentAttention]
 
     def transformer_options(self) -> Dict[str, Any]:
@@ -63,7 +63,7 @@ class SLAModelSettings:
             "sla_layers": [] if self.mask is None else self.sla_layers,
             # a distance builder makes each SLA layer's module for its buckets
             "local_bias": self.mask.make_layer_bias if isinstance(self.mask, DistanceBuilder) else None,
-            "syntax_guided": self.syntax_guided_mask is not None,
+            "ancestor_mask_layer": self.ancestor_mask is not None,
             "parent_attention": self.parent_attention,
         }
 
@@ -72,7 +72,7 @@ class SLATransformerModel(Model[List[Doc], FullTransformerBatch]):
     """Takes a batch of parsed Docs and returns a FullTransformerBatch, like
     spacy-transformers' TransformerModel, with syntax-aware attention: a
     local branch masked (or biased) by `mask` in the layers `sla_layers`, a
-    syntax-guided layer on top masked by `syntax_guided_mask` (SG-Net), and a
+    syntax-guided layer on top masked by `ancestor_mask` (SG-Net), and a
     head supervised with the parents (`parent_attention`, LISA).
 
     The settings are in `.settings` (SLAModelSettings), so that the config a
@@ -94,7 +94,7 @@ class SLATransformerModel(Model[List[Doc], FullTransformerBatch]):
         grad_scaler_config: Dict[str, Any] = {},
         sla_layers: Optional[Sequence[int]] = None,
         on_missing_parse: str = "error",
-        syntax_guided_mask: Optional[MaskBuilder] = None,
+        ancestor_mask: Optional[MaskBuilder] = None,
         parent_attention: Optional[ParentAttention] = None,
     ):
         settings = SLAModelSettings(
@@ -107,7 +107,7 @@ class SLATransformerModel(Model[List[Doc], FullTransformerBatch]):
             grad_scaler_config=dict(grad_scaler_config),
             sla_layers=None if sla_layers is None else list(sla_layers),
             on_missing_parse=check_on_missing_parse(on_missing_parse),
-            syntax_guided_mask=syntax_guided_mask,
+            ancestor_mask=ancestor_mask,
             parent_attention=parent_attention,
         )
         hf_objects = HFObjects(None, None, None, dict(tokenizer_config), dict(transformer_config))
@@ -189,7 +189,7 @@ class SLATransformerModel(Model[List[Doc], FullTransformerBatch]):
             wordpieces.lengths,
             wordpieces.input_ids.shape[1],
             local=self.settings.mask,
-            guide=self.settings.syntax_guided_mask,
+            guide=self.settings.ancestor_mask,
             parents=self.settings.parent_attention is not None,
             on_missing_parse=self.settings.on_missing_parse,
             piece_strings=wordpieces.strings,
@@ -303,7 +303,7 @@ def forward(
     model_output, backprop_tensors = model.layers[0]((wordpieces, syntax, record_gates), is_train)
     # The parent-attention loss travels with this batch: its value here (the
     # component's update reports it), its tensor in the backward pass.
-    auxiliary_loss = getattr(model_output, "auxiliary_loss", None)
+    parent_attention_loss = getattr(model_output, "parent_attention_loss", None)
     gates = getattr(model_output, "gates", None)
     output = SLATransformerBatch(
         spans=nested_spans,
@@ -311,7 +311,7 @@ def forward(
         model_output=model_output,
         align=align,
         gates=None if gates is None else gates.cpu().numpy(),
-        auxiliary_loss=None if auxiliary_loss is None else float(auxiliary_loss.detach()),
+        parent_attention_loss=None if parent_attention_loss is None else float(parent_attention_loss.detach()),
     )
 
     def backprop(d_output: FullTransformerBatch) -> List[Doc]:
@@ -357,16 +357,16 @@ def _convert_outputs(
     model: Model[WrapperInput, ModelOutput], inputs_outputs: Tuple[WrapperInput, ModelOutput], is_train: bool
 ) -> Tuple[ModelOutput, Callable[[ModelOutput], ArgsKwargs]]:
     _, model_output = inputs_outputs
-    auxiliary_loss = getattr(model_output, "auxiliary_loss", None)
+    parent_attention_loss = getattr(model_output, "parent_attention_loss", None)
 
     def backprop(d_model_output: ModelOutput) -> ArgsKwargs:
         outputs = [model_output["last_hidden_state"]]
         gradients = list(d_model_output.values())
-        if auxiliary_loss is not None and auxiliary_loss.requires_grad:
+        if parent_attention_loss is not None and parent_attention_loss.requires_grad:
             # The parent-attention loss joins the backward pass of the
             # listeners' gradients.
-            outputs.append(auxiliary_loss)
-            gradients.append(torch.ones_like(auxiliary_loss))
+            outputs.append(parent_attention_loss)
+            gradients.append(torch.ones_like(parent_attention_loss))
         # torch.autograd.backward(tensors, grad_tensors=...)
         return ArgsKwargs(args=(outputs,), kwargs={"grad_tensors": gradients})
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["ON_MISSING_PARSE", "SyntaxInputs", "WholeDocBuilder", "build_syntax_inputs", "check_on_missing_parse"]
 
 ON_MISSING_PARSE = ("error", "global")
-_INPUT_NAMES = ("local_mask", "local_buckets", "guide_mask", "parent_targets")
+_INPUT_NAMES = ("local_mask", "local_buckets", "guide_mask", "parent_attention_targets")
 
 
 @dataclass
@@ -39,7 +39,7 @@ class SyntaxInputs:
     local_buckets: int16 (n_spans, n_pieces, n_pieces), the tree-distance
         bucket of each piece pair, for a learned local bias.
     guide_mask: bool (n_spans, n_pieces, n_pieces), SG-Net's mask.
-    parent_targets: int64 (n_spans, n_pieces), the piece each piece's token
+    parent_attention_targets: int64 (n_spans, n_pieces), the piece each piece's token
         depends on (LISA), IGNORED_TARGET where there is none.
 
     Special pieces ([CLS], [SEP], ...) see and are seen by everything (their
@@ -51,7 +51,7 @@ class SyntaxInputs:
     local_mask: Optional[numpy.ndarray] = None
     local_buckets: Optional[numpy.ndarray] = None
     guide_mask: Optional[numpy.ndarray] = None
-    parent_targets: Optional[numpy.ndarray] = None
+    parent_attention_targets: Optional[numpy.ndarray] = None
 
     def __post_init__(self) -> None:
         n_spans = len(self.lengths)
@@ -60,7 +60,7 @@ class SyntaxInputs:
             if array is not None and (array.shape[0] != n_spans or (array.ndim == 3 and array.shape[1] != array.shape[2])):
                 raise ValueError(
                     f"SyntaxInputs.{name} must have one (n_pieces, n_pieces) matrix (or row, for "
-                    f"parent_targets) per span; got shape {array.shape} for {n_spans} spans."
+                    f"parent_attention_targets) per span; got shape {array.shape} for {n_spans} spans."
                 )
 
     def __len__(self) -> int:
@@ -327,9 +327,9 @@ def _build(
             if matrix is not None:
                 guide_mask[i] = wordpiece_visibility(_checked(matrix, guide, span, BuilderKind.MASK), pairs[i], n_pieces)
     if parents:
-        parent_targets = inputs.parent_targets = numpy.full((n_spans, n_pieces), IGNORED_TARGET, dtype=numpy.int64)
+        parent_attention_targets = inputs.parent_attention_targets = numpy.full((n_spans, n_pieces), IGNORED_TARGET, dtype=numpy.int64)
         for i, span in enumerate(spans):
             if policy.has_parse(span):
-                parent_targets[i] = parent_pieces(span, pairs[i], n_pieces, policy.parses)
+                parent_attention_targets[i] = parent_pieces(span, pairs[i], n_pieces, policy.parses)
     policy.warn()
     return inputs

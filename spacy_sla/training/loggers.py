@@ -26,7 +26,7 @@ class _WithAuxiliaryLosses:
             settings = getattr(getattr(component, "model", None), "settings", None)  # SLATransformerModel's
             if getattr(settings, "parent_attention", None) is not None:
                 # an SLATransformer (pipeline_component, a layer above this one)
-                extra.append((getattr(component, "auxiliary_loss_name"), _LossColumn()))
+                extra.append((getattr(component, "parent_attention_loss_name"), _LossColumn()))
         self.pipeline = list(nlp.pipeline) + extra
 
     def __getattr__(self, name: str) -> Any:

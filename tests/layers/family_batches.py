@@ -9,9 +9,9 @@ from transformers import AutoConfig, AutoModel
 
 from spacy_sla.data_classes import IGNORED_TARGET, ParentAttention
 from spacy_sla.layers import SyntaxAwareTransformer
-from spacy_sla.variants.depscale import DependencyScale
-from spacy_sla.variants.logthreshold import ThresholdLogBiasLayer
-from spacy_sla.variants.softbias import DistanceBucketBias
+from spacy_sla.variants.dependency_scale import DependencyScaleLayer
+from spacy_sla.variants.threshold_log_bias import ThresholdLogBiasLayer
+from spacy_sla.variants.tree_distance_bias import TreeDistanceBiasLayer
 
 from reference import reference_gated_attention
 from util import ENCODER_SIZES, tiny_encoder
@@ -129,8 +129,8 @@ def run(
         return states.detach(), None
     weights = torch.randn(states.shape, generator=torch.Generator().manual_seed(6)).to(states.device)
     loss = (states * weights * batch["attention_mask"][..., None]).sum()
-    if getattr(output, "auxiliary_loss", None) is not None:
-        loss = loss + output.auxiliary_loss
+    if getattr(output, "parent_attention_loss", None) is not None:
+        loss = loss + output.parent_attention_loss
     loss.backward()
     # copies: moving the model to another device moves its .grad tensors in place
     grads = {name: p.grad.detach().float().clone() for name, p in model.named_parameters() if p.grad is not None}
@@ -244,13 +244,13 @@ def variant(name: str) -> dict:
     """SyntaxAwareTransformer options of a variant (softbias, logthreshold,
     depscale, sgnet, lisa)."""
     if name == "softbias":
-        return {"local_bias": lambda config: DistanceBucketBias(config.num_attention_heads, N_BUCKETS)}
+        return {"local_bias": lambda config: TreeDistanceBiasLayer(config.num_attention_heads, N_BUCKETS)}
     if name == "logthreshold":
         return {"local_bias": lambda config: ThresholdLogBiasLayer(config.num_attention_heads, N_BUCKETS - 3, 2.0)}
     if name == "depscale":
-        return {"local_bias": lambda config: DependencyScale(config.hidden_size, config.num_attention_heads, N_BUCKETS - 3)}
+        return {"local_bias": lambda config: DependencyScaleLayer(config.hidden_size, config.num_attention_heads, N_BUCKETS - 3)}
     if name == "sgnet":
-        return {"syntax_guided": True}
+        return {"ancestor_mask_layer": True}
     return {"parent_attention": ParentAttention(layer=1, head=0, weight=1.0)}
 
 
@@ -270,4 +270,4 @@ def variant_inputs(name: str, batch: Dict[str, torch.Tensor]) -> Dict[str, torch
     targets = torch.randint(0, N_PIECES, (N_SEQUENCES, N_PIECES), generator=generator)
     targets[~batch["attention_mask"].bool().cpu()] = IGNORED_TARGET
     targets[0] = IGNORED_TARGET
-    return {"parent_targets": targets.to(device)}
+    return {"parent_attention_targets": targets.to(device)}

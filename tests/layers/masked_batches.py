@@ -17,7 +17,7 @@ from torch.nn import functional as F
 
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, SyntaxAwareTransformer
 from spacy_sla.layers.prediction_schedule import MATERIALISE_UP_TO
-from spacy_sla.variants.softbias import DistanceBucketBias
+from spacy_sla.variants.tree_distance_bias import TreeDistanceBiasLayer
 
 from reference import reference_gated_attention, two_branch_attention
 from util import sla_nlp
@@ -84,12 +84,12 @@ def position_term(n_pieces: int) -> torch.Tensor:
 
 
 def make_module(bias: bool = False, dropout: float = 0.0) -> SyntaxAwareAttention:
-    """An SLA layer with a boolean mask (or with `bias`, a DistanceBucketBias
+    """An SLA layer with a boolean mask (or with `bias`, a TreeDistanceBiasLayer
     of spread values), its gates differing between tokens."""
     torch.manual_seed(7)
     local_bias = None
     if bias:
-        local_bias = DistanceBucketBias(N_HEADS, N_BUCKETS)
+        local_bias = TreeDistanceBiasLayer(N_HEADS, N_BUCKETS)
         torch.nn.init.normal_(local_bias.bias, std=2.0)
     module = SyntaxAwareAttention(HIDDEN, N_HEADS, dropout, local_bias=local_bias)
     with torch.no_grad():

@@ -1,5 +1,5 @@
 """The layers and the thinc model on a CUDA GPU (marked gpu: skipped
-without one; `python -m benchmarks.gpu_check run` runs them on the device):
+without one; `python -m performance.gpu_check run` runs them on the device):
 the CPU's outputs and gradients in float32, float16 autocast finite and
 close at the masks' edges, every mask, gate and bias on the model's device
 and in its dtype, no host-device synchronisation per layer, and spaCy's

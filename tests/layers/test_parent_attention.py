@@ -18,7 +18,7 @@ def test_the_loss_is_the_cross_entropy_over_the_real_keys_with_the_position_term
     bias = torch.randn(1, 2, 3, 3)
     real = torch.tensor([[[[True, True, False]]]])  # the third piece is padding
     targets = torch.tensor([[1, IGNORED_TARGET, 0]])
-    batch = AttentionBatch(global_mask=real, parent_targets=targets)
+    batch = AttentionBatch(global_mask=real, parent_attention_targets=targets)
     loss = parent_attention_loss(batch, query, key, head=1, score_bias=bias)
     scores = query[0] @ key[0].T / math.sqrt(4) + bias[0, 1]
     log_probs = scores[:, :2].log_softmax(-1)  # padding keys get no probability
@@ -32,7 +32,7 @@ def test_the_loss_is_the_cross_entropy_over_the_real_keys_with_the_position_term
 def test_a_batch_without_parents_adds_a_zero_that_keeps_the_graph():
     query = torch.randn(2, 3, 4, requires_grad=True)
     batch = AttentionBatch(global_mask=torch.ones(2, 1, 1, 3, dtype=torch.bool),
-                           parent_targets=torch.full((2, 3), IGNORED_TARGET))
+                           parent_attention_targets=torch.full((2, 3), IGNORED_TARGET))
     loss = parent_attention_loss(batch, query, torch.randn(2, 3, 4), head=0)
     assert loss.item() == 0.0
     loss.backward()
@@ -54,12 +54,12 @@ def test_the_parent_loss_is_the_cross_entropy_of_the_supervised_head():
     targets = torch.full((2, 9), IGNORED_TARGET)
     targets[0, 1:4] = torch.tensor([2, 2, 2])
     targets[1, 1:3] = torch.tensor([1, 4])
-    output = lisa(input_ids, attention_mask, parent_targets=targets, output_attentions=True)
+    output = lisa(input_ids, attention_mask, parent_attention_targets=targets, output_attentions=True)
     probs = output.attentions[1][:, 2]  # layer 1, head 2
     chosen = [probs[0, 1, 2], probs[0, 2, 2], probs[0, 3, 2], probs[1, 1, 1], probs[1, 2, 4]]
     expected = -torch.log(torch.stack(chosen)).mean()
-    assert torch.allclose(output.auxiliary_loss, 0.5 * expected, atol=1e-5)
-    output.auxiliary_loss.backward()
+    assert torch.allclose(output.parent_attention_loss, 0.5 * expected, atol=1e-5)
+    output.parent_attention_loss.backward()
     query = lisa.transformer.encoder.layer[1].attention.self.query.weight
     assert query.grad is not None and query.grad.abs().sum() > 0
     assert lisa.transformer.encoder.layer[2].attention.self.query.weight.grad is None

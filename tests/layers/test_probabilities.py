@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention
-from spacy_sla.variants.depscale import DependencyScale
+from spacy_sla.variants.dependency_scale import DependencyScaleLayer
 
 from .masked_batches import (
     HIDDEN,
@@ -90,7 +90,7 @@ def test_a_score_transform_materialises_the_probabilities_and_gives_the_referenc
     """The authors' soft threshold rescales the scores: no additive mask
     expresses it, so prediction and training take the probabilities."""
     torch.manual_seed(7)
-    module = SyntaxAwareAttention(HIDDEN, N_HEADS, 0.0, local_bias=DependencyScale(HIDDEN, N_HEADS, N_BUCKETS - 3))
+    module = SyntaxAwareAttention(HIDDEN, N_HEADS, 0.0, local_bias=DependencyScaleLayer(HIDDEN, N_HEADS, N_BUCKETS - 3))
     with torch.no_grad():
         module.local_bias.threshold.weight.normal_(std=1.0)
     lengths = lengths_of(SHORT)

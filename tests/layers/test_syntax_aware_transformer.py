@@ -7,7 +7,7 @@ from transformers import BertConfig, BertModel
 from spacy_sla.data_classes import ParentAttention
 from spacy_sla.layers import SyntaxAwareTransformer, gated_attention
 from spacy_sla.layers.family_adapters import BertStyleSelfAttention
-from spacy_sla.variants.softbias import DistanceBucketBias
+from spacy_sla.variants.tree_distance_bias import TreeDistanceBiasLayer
 
 from .encoders import sla_output
 from .masked_batches import reference_encoder
@@ -94,7 +94,7 @@ def test_gradients_reach_the_gates_and_the_encoder():
 def test_the_outputs_are_the_references_with_and_without_attentions(local, output_attentions):
     """The layers' own computation, and the materialised probabilities of
     output_attentions, give what the reference gives."""
-    bias = (lambda config: DistanceBucketBias(config.num_attention_heads, 5)) if local == "bias" else None
+    bias = (lambda config: TreeDistanceBiasLayer(config.num_attention_heads, 5)) if local == "bias" else None
     sla = SyntaxAwareTransformer(tiny_encoder("bert"), local_bias=bias).eval()
     if local == "bias":
         for module in sla.sla_modules():

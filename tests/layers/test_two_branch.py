@@ -9,7 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from spacy_sla.layers import AttentionBatch, SyntaxAwareAttention, two_branch
-from spacy_sla.variants.softbias import DistanceBucketBias
+from spacy_sla.variants.tree_distance_bias import TreeDistanceBiasLayer
 
 N_HEADS, HEAD_SIZE, N_PIECES = 4, 8, 9
 HIDDEN = N_HEADS * HEAD_SIZE
@@ -51,12 +51,12 @@ def explicit_with_masks(module, batch, hidden, query, key, value, keeps: List[to
 
 
 def make_module(kind: str, dropout: float, per_head_gates: bool = False) -> SyntaxAwareAttention:
-    """A layer with a boolean local mask ("mask...") or a DistanceBucketBias
+    """A layer with a boolean local mask ("mask...") or a TreeDistanceBiasLayer
     ("bias"), gates that differ per token."""
     torch.manual_seed(7)
     bias = None
     if kind == "bias":
-        bias = DistanceBucketBias(N_HEADS, 5)
+        bias = TreeDistanceBiasLayer(N_HEADS, 5)
         torch.nn.init.normal_(bias.bias, std=2.0)
         if per_head_gates:
             bias.n_gates = N_HEADS

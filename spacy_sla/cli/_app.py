@@ -1,9 +1,0 @@
-import typer
-
-CODE_HELP = "A Python file with your registered functions (custom components, architectures, scorers), as `spacy train --code` takes it"
-
-sla_cli = typer.Typer(
-    name="sla",
-    help="spacy-sla: attention-variant configs, A/B comparisons, cost benchmarks, annotation and inspection of syntax-aware local attention.",
-    no_args_is_help=True,
-)
