@@ -13,8 +13,8 @@ measurements outside it.
   from the model, the layers a forward pass's masks as arguments).
 - The tools are the subpackages of spacy_sla/tools/ (TOOLS); they
   import a core name only as `from spacy_sla import NAME` with NAME in
-  spacy_sla.__all__, or `from
-  spacy_sla.MODULE import NAME` with NAME in that core module's __all__.
+  spacy_sla.__all__, or `from spacy_sla.MODULE import NAME` with NAME in
+  that core module's __all__.
 - The core stays near the size of the plugins it sits beside
   (spacy-transformers 2,508 lines, spacy-curated-transformers 5,278, both
   counted as here, every line of every module): CORE_LINE_BOUND, which
@@ -32,7 +32,7 @@ from typing import Dict, Iterator, List, Tuple
 PACKAGE = Path(__file__).parent.parent / "spacy_sla"
 TOOLS_PACKAGE = PACKAGE / "tools"
 
-CORE_LINE_BOUND = 7_000
+CORE_LINE_BOUND = 7_100
 MODULE_LINE_BOUND = 400
 
 # the core, bottom to top: a module imports from its own layer or those below it
