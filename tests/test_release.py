@@ -1,8 +1,9 @@
 """The plugin as a release: `python -m build` makes an sdist and a wheel of
 the version in spacy_sla/about.py; the sdist holds every tracked file of the
 package and the top-level files; the wheel, installed on its own, loads every
-entry point setup.cfg declares from its own copy and carries every file the
-package tracks (its data files too)."""
+entry point setup.cfg declares from its own copy, answers every `spacy sla`
+command's --help, and carries every file the package tracks (its data files
+and py.typed too)."""
 import configparser
 import importlib.metadata
 import json
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from typer.main import get_command
 
 from spacy_sla.about import __version__
+from spacy_sla.tools.cli import sla_cli
 
 ROOT = Path(__file__).parent.parent
 TOP_LEVEL = ["README.md", "setup.cfg", "pyproject.toml", "CHANGELOG.md"]
@@ -41,6 +44,23 @@ for entry_point in dist.entry_points:
     }}
 import spacy_sla
 print(json.dumps({{"version": dist.version, "spacy_sla": spacy_sla.__file__, "entry_points": loaded}}))
+"""
+
+# Every `spacy sla` command's --help from the installed wheel, through spaCy's
+# own CLI (which finds the command group by its entry point), as above.
+HELP_OF_EVERY_COMMAND = """
+import json, pathlib, sys
+sys.path.insert(0, str(pathlib.Path(sys.argv[1])))
+from click.testing import CliRunner
+from spacy.cli._util import app
+from spacy.util import registry
+from typer.main import get_command
+registry.cli.get_all()
+spacy_cli = get_command(app)
+names = sorted(spacy_cli.commands["sla"].commands)
+results = {name: CliRunner().invoke(spacy_cli, ["sla", name, "--help"]) for name in names}
+print(json.dumps({"file": sys.modules["spacy_sla.tools.cli"].__file__,
+                  "help": {name: [result.exit_code, result.output] for name, result in results.items()}}))
 """
 
 
@@ -183,3 +203,11 @@ def test_the_release_builds_installs_and_loads_every_entry_point(tmp_path: Path)
         for name, target in names.items():
             assert target["callable"], f"{group}: {name}"
             assert Path(target["file"]).is_relative_to(site), f"{group}: {name} came from {target['file']}"
+
+    # every command the documentation lists answers --help from the wheel alone
+    result = run([sys.executable, "-I", "-c", HELP_OF_EVERY_COMMAND, site], cwd=tmp_path, env=environment)
+    answered = json.loads(result.stdout.strip().splitlines()[-1])
+    assert Path(answered["file"]).is_relative_to(site)
+    assert sorted(answered["help"]) == sorted(get_command(sla_cli).commands)
+    for name, (exit_code, output) in answered["help"].items():
+        assert exit_code == 0 and f"Usage: spacy sla {name} " in output, (name, output)
