@@ -29,6 +29,8 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple
 
+import pytest
+
 PACKAGE = Path(__file__).parent.parent / "spacy_sla"
 TOOLS_PACKAGE = PACKAGE / "tools"
 
@@ -153,10 +155,14 @@ def test_tools_import_only_themselves_and_the_tools_below_them():
     assert upward == []
 
 
-def test_importing_the_plugin_loads_no_tool_and_no_ray():
+@pytest.mark.parametrize("load", ["import spacy_sla", "import spacy; spacy.blank('en')"])
+def test_importing_the_plugin_loads_no_tool_and_no_ray(load):
+    """spacy.blank fills the config's [training] blocks, for which spaCy
+    loads the entry points of every registered logger, reader and
+    architecture: those of the plugin must not bring in a tool."""
     tools = ("spacy_sla.tools", "ray", *OUTSIDE_THE_WHEEL)
     code = (
-        f"import sys, spacy_sla; tops = {tools!r}; "
+        f"import sys; {load}; tops = {tools!r}; "
         "print([m for m in sys.modules if any(m == top or m.startswith(top + '.') for top in tops)])"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -3,7 +3,7 @@ per run the step out of max_steps, the losses and the weighted dev score of
 the last evaluation, the time spent and the time left for the run and for
 the whole A/B (from the runs trained so far in this call).
 
-The training child writes its progress as JSON lines (progress_logger.py,
+The training child writes its progress as JSON lines (spacy_sla/training/progress_logger.py,
 a logger ab adds beside the config's own); ProgressDisplay reads the new
 lines while the parent waits for the child (processes.run_command's
 `watch`). On a terminal it is a live tqdm line, as spaCy's progress bars
@@ -18,7 +18,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Sequence
 
 from tqdm import tqdm
 
-from .progress_logger import PROGRESS_FILE
+from spacy_sla.training.progress_logger import PROGRESS_FILE
 
 HEARTBEAT_SECONDS = 60.0  # a plain line between evaluations at most this often
 
@@ -113,13 +113,18 @@ class ProgressDisplay:
         entries, watch.offset = read_new_lines(watch.path, watch.offset)
         if not entries:
             return
+        evaluations = [entry for entry in entries if "score" in entry]
+        if not self.live:
+            # evaluations read together (a fast run between two polls) each get their line
+            for earlier in evaluations[:-1]:
+                watch.latest = watch.evaluation = earlier
+                print(self.line(watch), file=self.stream, flush=True)
         watch.latest = entries[-1]
-        evaluated = [entry for entry in entries if "score" in entry]
-        if evaluated:
-            watch.evaluation = evaluated[-1]
+        if evaluations:
+            watch.evaluation = evaluations[-1]
         if self.live:
             self._show_live(watch)
-        elif evaluated or time.perf_counter() - watch.printed >= self.heartbeat_seconds:
+        elif evaluations or time.perf_counter() - watch.printed >= self.heartbeat_seconds:
             watch.printed = time.perf_counter()
             print(self.line(watch), file=self.stream, flush=True)
 

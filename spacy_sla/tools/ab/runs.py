@@ -27,8 +27,7 @@ from .evaluation import CONFIG_CORPUS, EVALUATION_VERSION
 from .failures import EVALUATE, TRAIN, RunFailure, failure_message, read_failure, repeating_failure
 from .mask_strata import STRATA_FILE, NoLocalMaskError, kept_strata
 from .processes import AbInterrupted, run_command
-from .progress import ProgressDisplay
-from .progress_logger import PROGRESS_FILE
+from .progress import PROGRESS_FILE, ProgressDisplay
 
 RUN_SETTINGS = "run.json"
 RUN_CONFIG = "train-config.cfg"
@@ -122,7 +121,7 @@ def run_config(run: AbRun) -> Config:
     """The variant's config with the run's data, seed and overrides, and two
     loggers beside the config's own (spacy-loggers' ChainLogger.v1): each
     evaluation as a JSON line for the report's dev curve (ConsoleLogger.v3),
-    and the progress shown while the run trains (progress_logger.py)."""
+    and the progress shown while the run trains (ProgressLogger.v1)."""
     config = load_config(run.config_path, interpolate=False)
     settings = {"paths.train": str(run.train_path), "paths.dev": str(run.dev_path), "system.seed": run.seed}
     settings.update({key: value for key, value in run.overrides.items() if has_setting(config, key)})

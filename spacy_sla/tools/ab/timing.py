@@ -15,10 +15,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from spacy.util import load_config
 
+from spacy_sla.training.progress_logger import PROGRESS_FILE
+
 from ..support.files import write_atomically
 from .processes import run_command
 from .progress import duration, read_new_lines
-from .progress_logger import PROGRESS_FILE
 from .runs import RUN_CONFIG, TRAIN_OUTPUT, AbRun, has_setting, log_tail, run_config
 
 TIME_STEPS = 6  # steps of the timing run: the first and the last are evaluated, the ones between timed

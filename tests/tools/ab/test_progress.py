@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Dict
 
 from spacy_sla.tools.ab.progress import ProgressDisplay, read_new_lines
-from spacy_sla.tools.ab.progress_logger import PROGRESS_FILE
 from spacy_sla.tools.ab.runs import AbRun
+from spacy_sla.training.progress_logger import PROGRESS_FILE
 
 
 def runs(tmp_path: Path):
@@ -67,6 +67,20 @@ def test_plain_lines_at_each_evaluation_with_the_estimates(tmp_path):
     last = stream.getvalue().splitlines()[-1]
     # 20 steps at 1 s a step left, then the 2 runs after it at the 100 s of the run trained
     assert last.endswith("run ~00:20 left, A/B ~03:40 left (from 1 run(s) trained)"), last
+
+
+def test_evaluations_read_in_one_poll_each_get_their_line(tmp_path):
+    planned = runs(tmp_path)
+    stream = io.StringIO()
+    poll = ProgressDisplay(planned, lambda run: False, stream=stream, live=False).watch(planned[0], 1)
+    path = planned[0].run_dir / PROGRESS_FILE
+    for step, score in ((0, 0.1), (10, 0.2), (20, 0.3)):
+        append(path, **evaluation(step, 2.0 * step, score))
+    append(path, step=25, max_steps=40, seconds=50.0)
+    poll()
+    steps = [re.match(r"\[1/4\] vanilla/seed0: step (\d+)/40, .*score (\S+) \(step (\d+)\)", line).groups()
+             for line in stream.getvalue().splitlines()]
+    assert steps == [("0", "0.10", "0"), ("10", "0.20", "10"), ("25", "0.30", "20")]
 
 
 def test_runs_finished_before_are_not_counted_in_the_estimate(tmp_path):

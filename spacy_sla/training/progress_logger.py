@@ -13,6 +13,8 @@ from typing import IO, Any, Callable, Dict, Optional, Tuple
 from spacy.language import Language
 from spacy.util import registry
 
+__all__ = ["PROGRESS_FILE", "progress_logger"]
+
 PROGRESS_FILE = "train-progress.jsonl"
 
 LogStep = Callable[[Optional[Dict[str, Any]]], None]

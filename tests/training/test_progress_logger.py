@@ -5,7 +5,7 @@ import json
 
 import spacy
 
-from spacy_sla.tools.ab.progress_logger import PROGRESS_FILE, progress_logger
+from spacy_sla.training.progress_logger import PROGRESS_FILE, progress_logger
 
 
 def test_the_logger_writes_steps_evaluations_and_the_end(tmp_path):
