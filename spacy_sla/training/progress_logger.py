@@ -22,12 +22,12 @@ LogStep = Callable[[Optional[Dict[str, Any]]], None]
 
 @registry.loggers("spacy-sla.ProgressLogger.v1")
 def progress_logger(path: str, every_seconds: float = 1.0
-                    ) -> Callable[[Language, IO, IO], Tuple[LogStep, Callable[[], None]]]:
+                    ) -> Callable[[Language, IO[str], IO[str]], Tuple[LogStep, Callable[[], None]]]:
     """Training's progress as JSON lines in the file at path (written anew):
     {"step", "max_steps", "seconds"} and, at an evaluation, "losses" and
     "score"; {"done": true} when training ends."""
 
-    def setup(nlp: Language, stdout: IO, stderr: IO) -> Tuple[LogStep, Callable[[], None]]:
+    def setup(nlp: Language, stdout: IO[str], stderr: IO[str]) -> Tuple[LogStep, Callable[[], None]]:
         max_steps = nlp.config["training"].get("max_steps") or 0
         output = open(path, "w", encoding="utf8")
         started = time.perf_counter()
