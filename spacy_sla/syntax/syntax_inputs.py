@@ -265,7 +265,9 @@ def build_syntax_inputs(
     policy = _MissingParsePolicy(on_missing_parse, parses)
     inputs = _build(spans, align, lengths, n_pieces, local, guide, parents, policy, piece_strings)
     n_non_forest = parses.non_forest_docs()
-    n_flat_docs, n_flat_trees = parses.flat_parses({id(span.doc): span.doc for span in spans}.values())
+    # once the component has warned of a degenerate parse, its batches are not checked again
+    n_flat_docs, n_flat_trees = (0, 0) if warned is not None and "SLA-W016" in warned else \
+        parses.flat_parses({id(span.doc): span.doc for span in spans}.values())
     if n_non_forest:
         _warn_once("SLA-W003", Warnings.W003.format(n_docs=n_non_forest), warned)
     if n_flat_docs:
